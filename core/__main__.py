@@ -1,0 +1,41 @@
+"""Command line: ``python -m core {evaluate,fuse,leaderboard,rerank,demo} ...``.
+
+Each subcommand lives in ``core/cli/<name>.py`` with ``add_arguments(parser)`` and
+``run(args) -> int``; modules are imported only when their subcommand runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from core.cli import SUBCOMMANDS, fail
+from core.errors import RankLensError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m core", description="RankLens command line.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, (module_name, summary) in SUBCOMMANDS.items():
+        sub_parser = sub.add_parser(name, help=summary, description=summary)
+        sub_parser.set_defaults(_module=module_name)
+        module = importlib.import_module(module_name)
+        module.add_arguments(sub_parser)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    module = importlib.import_module(args._module)
+    try:
+        return int(module.run(args) or 0)
+    except (RankLensError, OSError) as exc:
+        return fail(exc)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,52 @@
+"""Shared pieces of the command line: the subcommand registry and output helpers."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from typing import Any
+
+import pandas as pd
+
+#: name -> (module implementing add_arguments/run, one-line summary)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "evaluate": ("core.cli.evaluate", "Evaluate runs against qrels under a tie policy."),
+    "fuse": ("core.cli.fuse", "Fuse several runs (RRF and peers) into one TREC run."),
+    "leaderboard": ("core.cli.leaderboard", "Bradley-Terry leaderboard from pairwise votes."),
+    "rerank": ("core.cli.rerank", "Rerank candidates with an LLM or the lexical provider."),
+    "demo": ("core.cli.demo", "Write the built-in demo datasets to a folder."),
+}
+
+
+def fail(exc: BaseException) -> int:
+    """Print one line naming what went wrong (never a traceback) and return exit code 2."""
+    message = str(exc) or exc.__class__.__name__
+    if isinstance(exc, OSError) and getattr(exc, "filename", None):
+        message = f"{exc.filename}: {exc.strerror or message}"
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def emit_table(frame: pd.DataFrame, fmt: str, *, json_payload: Any | None = None, out=None) -> None:
+    """Write ``frame`` as ``table`` (aligned text), ``csv`` or ``json`` (``json_payload`` if given)."""
+    out = out or sys.stdout
+    if fmt == "json":
+        payload = json_payload if json_payload is not None else frame.to_dict(orient="records")
+        json.dump(payload, out, indent=2, default=_json_default)
+        out.write("\n")
+    elif fmt == "csv":
+        buf = io.StringIO()
+        frame.to_csv(buf, index=False)
+        out.write(buf.getvalue())
+    else:
+        out.write(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        out.write("\n")
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, float):
+        return value
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")

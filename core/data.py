@@ -1,0 +1,628 @@
+"""Columnar, validated, immutable containers for ranked lists and judgements.
+
+A `Run` holds rows ``(qid, docid, score)`` and optionally ``rank`` (the file's own rank
+column); a `Qrels` holds rows ``(qid, docid, relevance)`` with integer grades. Both wrap a
+``pyarrow.Table`` that is never mutated; derived arrays (query codes, sort orders, tie groups)
+are computed once and cached on the instance.
+
+Validation happens at construction: empty ids, non-finite scores and a docid repeated within a
+query raise `DataError`. Readers in `core.io` attach file and line numbers to those errors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.errors import DataError
+
+if TYPE_CHECKING:
+    from core.ties import RankedRun
+
+RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("score", pa.float64())])
+QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int64())])
+
+
+def _as_string(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """One contiguous string array (dictionary columns decoded, large strings narrowed)."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if not pa.types.is_string(arr.type):
+        arr = pc.cast(arr, pa.string())
+    return arr
+
+
+def encode_queries(qid: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(codes int32 per row, unique qids in order of first appearance)."""
+    enc = qid.dictionary_encode()
+    codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+    return codes, np.asarray(enc.dictionary.to_pylist(), dtype=object)
+
+
+_POW10 = np.array([10**i for i in range(1, 19)], dtype=np.int64)
+
+
+def _digit_count(values: np.ndarray) -> np.ndarray:
+    """Decimal digits of non-negative integers (0 has one digit)."""
+    return np.searchsorted(_POW10, values, side="right") + 1
+
+
+def string_offsets(arr: pa.Array) -> np.ndarray:
+    """int64 offsets (length n+1) of a string array into its data buffer."""
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.int32)
+    return raw[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
+
+
+def docid_keys(docid: pa.Array) -> tuple[np.ndarray, bool]:
+    """64-bit keys for docids: exact integers when every docid is a canonical decimal
+    number (the common case: MS MARCO, TREC DL), else a strong hash (collisions checked by
+    the caller). Returns ``(keys, exact)``."""
+    offsets = string_offsets(docid)
+    lengths = np.diff(offsets)
+    if len(docid) and lengths.max() <= 18:
+        try:
+            as_int = pc.cast(docid, pa.int64()).to_numpy(zero_copy_only=False)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            as_int = None
+        if as_int is not None and (as_int >= 0).all() and np.array_equal(_digit_count(as_int), lengths):
+            return as_int.astype(np.uint64), True
+    return _hash_strings(docid), False
+
+
+def _hash_strings(arr: pa.Array) -> np.ndarray:
+    """Polynomial 64-bit hash of each UTF-8 string (vectorised over the byte buffer)."""
+    n = len(arr)
+    out = np.zeros(n, dtype=np.uint64)
+    if n == 0:
+        return out
+    offsets = string_offsets(arr)
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
+    lengths = np.diff(offsets)
+    max_len = int(lengths.max()) if n else 0
+    prime = np.uint64(1099511628211)
+    powers = np.cumprod(np.full(max(max_len, 1), prime, dtype=np.uint64))
+    step = 1 << 20
+    with np.errstate(over="ignore"):
+        for a in range(0, n, step):
+            b = min(n, a + step)
+            off = offsets[a : b + 1]
+            seg_len = lengths[a:b]
+            seg = data[off[0] : off[-1]].astype(np.uint64) + np.uint64(1)
+            if len(seg) == 0:
+                continue
+            local = off[:-1] - off[0]
+            pos = np.arange(len(seg), dtype=np.int64) - np.repeat(local, seg_len)
+            contrib = seg * powers[pos]
+            nonempty = seg_len > 0
+            sums = np.add.reduceat(contrib, local[nonempty])
+            block = np.zeros(b - a, dtype=np.uint64)
+            block[nonempty] = sums
+            out[a:b] = block * np.uint64(0x9E3779B97F4A7C15) + seg_len.astype(np.uint64)
+    return out
+
+
+def find_duplicate_pair(qid_codes: np.ndarray, docid: pa.Array) -> tuple[int, int] | None:
+    """Row indices ``(first, second)`` of a docid repeated within one query, or None."""
+    keys, exact = docid_keys(docid)
+    with np.errstate(over="ignore"):
+        mixed = keys * np.uint64(0xBF58476D1CE4E5B9) + qid_codes.astype(np.uint64) * np.uint64(
+            0x94D049BB133111EB
+        )
+        mixed ^= mixed >> np.uint64(31)
+    sorted_keys = np.sort(mixed)
+    if not (sorted_keys[1:] == sorted_keys[:-1]).any():
+        return None
+    order = np.argsort(mixed, kind="stable")
+    sorted_keys = mixed[order]
+    hits = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
+    for h in hits:
+        i, j = int(order[h]), int(order[h + 1])
+        if qid_codes[i] == qid_codes[j] and (exact or docid[i].as_py() == docid[j].as_py()):
+            return (min(i, j), max(i, j))
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """A ranked result list per query: rows ``(qid, docid, score[, rank])``.
+
+    Build one with `Run.from_frame`, `Run.from_table` or the readers in `core.io`. ``name``
+    identifies the run in tables and plots (its TREC tag, else its file name).
+    """
+
+    name: str
+    table: pa.Table
+    source: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_table(
+        cls,
+        table: pa.Table,
+        name: str,
+        *,
+        source: str | None = None,
+        validate: bool = True,
+        meta: dict[str, Any] | None = None,
+    ) -> Run:
+        """Normalise column types and validate; ``rank`` is kept when present."""
+        missing = {"qid", "docid", "score"} - set(table.column_names)
+        if missing:
+            raise DataError(
+                f"run is missing column(s) {', '.join(sorted(missing))}",
+                file=source,
+                expected="columns qid, docid, score[, rank]",
+            )
+        cols: dict[str, pa.Array] = {
+            "qid": _as_string(table["qid"]),
+            "docid": _as_string(table["docid"]),
+            "score": pc.cast(table["score"], pa.float64()).combine_chunks(),
+        }
+        if "rank" in table.column_names:
+            cols["rank"] = pc.cast(table["rank"], pa.int64()).combine_chunks()
+        run = cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
+        if validate:
+            run.validate()
+        return run
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str, *, source: str | None = None) -> Run:
+        """From a DataFrame with columns qid, docid, score (and optionally rank)."""
+        frame = frame.copy()
+        if "score" not in frame.columns and "rank" in frame.columns:
+            frame["score"] = -pd.to_numeric(frame["rank"]).astype("float64")
+        keep = [c for c in ("qid", "docid", "score", "rank") if c in frame.columns]
+        for c in ("qid", "docid"):
+            if c in frame.columns:
+                frame[c] = frame[c].astype(str)
+        table = pa.Table.from_pandas(frame[keep], preserve_index=False)
+        return cls.from_table(table, name, source=source)
+
+    def validate(self) -> None:
+        """Raise `DataError` for empty ids, non-finite scores or duplicate docids."""
+        if self.table.num_rows == 0:
+            raise DataError("run has no rows", file=self.source, expected="at least one result")
+        for col in ("qid", "docid"):
+            arr = self.table[col]
+            bad = pc.or_(pc.is_null(arr), pc.equal(pc.utf8_length(arr), 0))
+            if pc.any(bad).as_py():
+                row = int(np.flatnonzero(bad.to_numpy(zero_copy_only=False))[0])
+                raise DataError(f"empty {col}", file=self.source, expected=f"a non-empty {col}", rows=(row,))
+        score = self.scores
+        finite = np.isfinite(score)
+        if not finite.all():
+            row = int(np.flatnonzero(~finite)[0])
+            raise DataError(
+                f"score {score[row]!r} is not a finite number",
+                file=self.source,
+                expected="a finite numeric score",
+                rows=(row,),
+            )
+        dup = find_duplicate_pair(self.qid_codes, self.docids)
+        if dup is not None:
+            i, j = dup
+            raise DataError(
+                f"docid {self.docids[i].as_py()!r} appears twice for query "
+                f"{self.qid_values[self.qid_codes[i]]!r}",
+                file=self.source,
+                expected="each docid at most once per query",
+                rows=(i, j),
+            )
+
+    # ---- columns ------------------------------------------------------------------------
+    @cached_property
+    def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
+        return encode_queries(self.table["qid"].combine_chunks())
+
+    @property
+    def qid_codes(self) -> np.ndarray:
+        """int32 code per row, indexing `qid_values`."""
+        return self._query_encoding[0]
+
+    @property
+    def qid_values(self) -> np.ndarray:
+        """Unique query ids in order of first appearance (object array of str)."""
+        return self._query_encoding[1]
+
+    @property
+    def qids(self) -> list[str]:
+        return list(self.qid_values)
+
+    @cached_property
+    def docids(self) -> pa.Array:
+        return self.table["docid"].combine_chunks()
+
+    @cached_property
+    def scores(self) -> np.ndarray:
+        return self.table["score"].combine_chunks().to_numpy(zero_copy_only=False)
+
+    @property
+    def has_rank(self) -> bool:
+        return "rank" in self.table.column_names
+
+    @cached_property
+    def ranks(self) -> np.ndarray | None:
+        if not self.has_rank:
+            return None
+        return self.table["rank"].combine_chunks().to_numpy(zero_copy_only=False)
+
+    @cached_property
+    def ranked(self) -> RankedRun:
+        """Rows sorted by (query, score desc) with tie groups (see `core.ties`)."""
+        from core.ties import rank_run
+
+        return rank_run(self)
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qid_values)
+
+    # ---- views --------------------------------------------------------------------------
+    def to_frame(self) -> pd.DataFrame:
+        """All rows as a DataFrame (file order)."""
+        frame = self.table.to_pandas()
+        return frame
+
+    def sorted_frame(self, ties: str = "trec") -> pd.DataFrame:
+        """Rows in ranked order under a deterministic tie policy (``trec`` or ``given``),
+        with 1-based ``rank`` and a ``tie_group`` id per query."""
+        from core.ties import ordered_frame
+
+        return ordered_frame(self, ties=ties)
+
+    def query(self, qid: str, ties: str = "trec") -> pd.DataFrame:
+        """One query's ranked list (see `sorted_frame`)."""
+        mask = pc.equal(self.table["qid"], qid)
+        sub = Run(name=self.name, table=self.table.filter(mask), source=self.source)
+        if sub.table.num_rows == 0:
+            return pd.DataFrame(columns=["qid", "docid", "score", "rank", "tie_group", "tie_size"])
+        return sub.sorted_frame(ties=ties)
+
+    def renamed(self, name: str) -> Run:
+        return Run(name=name, table=self.table, source=self.source, meta=self.meta)
+
+    def subset(self, qids: list[str] | np.ndarray) -> Run:
+        """Only the given queries (validation is inherited)."""
+        mask = pc.is_in(self.table["qid"], value_set=pa.array([str(q) for q in qids], pa.string()))
+        return Run(name=self.name, table=self.table.filter(mask), source=self.source, meta=self.meta)
+
+    def __repr__(self) -> str:
+        return f"Run(name={self.name!r}, queries={self.n_queries}, rows={len(self)})"
+
+
+@dataclass(frozen=True, eq=False)
+class Qrels:
+    """Graded relevance judgements: rows ``(qid, docid, relevance)``, integer grades."""
+
+    table: pa.Table
+    name: str = "qrels"
+    source: str | None = None
+
+    @classmethod
+    def from_table(cls, table: pa.Table, name: str = "qrels", *, source: str | None = None) -> Qrels:
+        missing = {"qid", "docid", "relevance"} - set(table.column_names)
+        if missing:
+            raise DataError(
+                f"qrels is missing column(s) {', '.join(sorted(missing))}",
+                file=source,
+                expected="columns qid, docid, relevance",
+            )
+        rel = table["relevance"]
+        if not pa.types.is_integer(rel.type):
+            values = rel.combine_chunks().to_numpy(zero_copy_only=False).astype(float)
+            bad = ~np.isfinite(values) | (values != np.round(values))
+            if bad.any():
+                row = int(np.flatnonzero(bad)[0])
+                raise DataError(
+                    f"relevance {values[row]!r} is not an integer",
+                    file=source,
+                    expected="an integer grade",
+                    rows=(row,),
+                )
+            rel = pa.array(values.astype(np.int64))
+        cols = {
+            "qid": _as_string(table["qid"]),
+            "docid": _as_string(table["docid"]),
+            "relevance": pc.cast(rel, pa.int64()).combine_chunks()
+            if isinstance(rel, pa.ChunkedArray)
+            else pc.cast(rel, pa.int64()),
+        }
+        qrels = cls(table=pa.table(cols), name=name, source=source)
+        qrels.validate()
+        return qrels
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "qrels", *, source: str | None = None) -> Qrels:
+        frame = frame.copy()
+        for c in ("qid", "docid"):
+            if c in frame.columns:
+                frame[c] = frame[c].astype(str)
+        return cls.from_table(pa.Table.from_pandas(frame, preserve_index=False), name, source=source)
+
+    @classmethod
+    def from_dict(cls, qrels: dict[str, dict[str, int]], name: str = "qrels") -> Qrels:
+        """From trec_eval-style ``{qid: {docid: grade}}``."""
+        rows = [(q, d, int(g)) for q, docs in qrels.items() for d, g in docs.items()]
+        frame = pd.DataFrame(rows, columns=["qid", "docid", "relevance"])
+        return cls.from_frame(frame, name)
+
+    def validate(self) -> None:
+        if self.table.num_rows == 0:
+            raise DataError("qrels has no rows", file=self.source, expected="at least one judgement")
+        codes, values = encode_queries(self.table["qid"].combine_chunks())
+        dup = find_duplicate_pair(codes, self.table["docid"].combine_chunks())
+        if dup is not None:
+            i, j = dup
+            raise DataError(
+                f"docid {self.table['docid'][i].as_py()!r} is judged twice for query "
+                f"{values[codes[i]]!r}",
+                file=self.source,
+                expected="one judgement per (qid, docid)",
+                rows=(i, j),
+            )
+
+    @cached_property
+    def frame(self) -> pd.DataFrame:
+        return self.table.to_pandas()
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.frame.copy()
+
+    @cached_property
+    def qids(self) -> list[str]:
+        return list(encode_queries(self.table["qid"].combine_chunks())[1])
+
+    @property
+    def n_queries(self) -> int:
+        return len(self.qids)
+
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    def to_dict(self) -> dict[str, dict[str, int]]:
+        """trec_eval-style ``{qid: {docid: grade}}``."""
+        out: dict[str, dict[str, int]] = {}
+        for q, d, r in zip(*(self.table[c].to_pylist() for c in ("qid", "docid", "relevance"))):
+            out.setdefault(q, {})[d] = r
+        return out
+
+    def renamed(self, name: str) -> Qrels:
+        return Qrels(table=self.table, name=name, source=self.source)
+
+    def __repr__(self) -> str:
+        return f"Qrels(name={self.name!r}, queries={self.n_queries}, judgements={len(self)})"
+
+
+# ---- pairwise votes ----------------------------------------------------------------------
+
+#: normalised winner labels; both tie kinds count as half a win for each side in the fit
+WINNER_LABELS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)")
+_WINNER_ALIASES: dict[str, str] = {
+    "model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie (bothbad)",
+    "tie(bothbad)": "tie (bothbad)", "tie_bothbad": "tie (bothbad)", "bothbad": "tie (bothbad)",
+}
+VOTE_OPTIONAL: tuple[str, ...] = ("judge", "category", "timestamp", "weight")
+
+
+class VoteRowError(DataError):
+    """A validation error at 0-based table ``row`` (readers turn it into a file line)."""
+
+    def __init__(self, message: str, *, row: int, file: str | None = None, expected: str | None = None):
+        self.row = row
+        super().__init__(message, file=file, expected=expected)
+
+
+def _first_true(mask: np.ndarray) -> int | None:
+    hits = np.flatnonzero(mask)
+    return int(hits[0]) if len(hits) else None
+
+
+def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Timestamps as ``timestamp[us, UTC]``: numbers are Unix seconds, strings ISO 8601."""
+    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    if pa.types.is_timestamp(arr.type):
+        if arr.type.tz is None:
+            arr = pc.assume_timezone(arr, "UTC")
+        return pc.cast(arr, pa.timestamp("us", tz="UTC"))
+    if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
+        secs = arr.to_numpy(zero_copy_only=False).astype(np.float64)
+        bad = _first_true(~np.isfinite(secs) & ~pd.isna(secs))
+        if bad is not None:
+            raise VoteRowError(f"timestamp {secs[bad]!r} is not a finite number", row=bad,
+                               expected="Unix seconds or an ISO 8601 date")
+        micros = np.round(secs * 1e6)
+        return pa.array(micros.astype("int64"), type=pa.int64(), mask=np.isnan(secs)).cast(
+            pa.timestamp("us", tz="UTC"))
+    values = pd.Series(_as_string(arr).to_pandas(), dtype=object)
+    parsed = pd.to_datetime(values, utc=True, errors="coerce", format="mixed")
+    numeric = pd.to_numeric(values, errors="coerce")
+    use_num = parsed.isna() & numeric.notna()
+    if use_num.any():
+        parsed = parsed.where(~use_num, pd.to_datetime(numeric.where(use_num), unit="s", utc=True))
+    bad = _first_true((parsed.isna() & values.notna() & (values.astype(str).str.strip() != "")).to_numpy())
+    if bad is not None:
+        raise VoteRowError(f"timestamp {values.iloc[bad]!r} is not a date", row=bad,
+                           expected="Unix seconds or an ISO 8601 date")
+    return pa.Array.from_pandas(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
+
+
+@dataclass(frozen=True, eq=False)
+class Votes:
+    """Pairwise votes: rows ``(model_a, model_b, winner)`` plus optional ``judge``,
+    ``category``, ``timestamp`` (UTC) and ``weight``.
+
+    ``winner`` is normalised to one of `WINNER_LABELS`; a winner equal to one of the two model
+    names is mapped to ``model_a`` / ``model_b``. Validation (at construction): empty model
+    names, self-comparisons, unknown winner strings and negative or non-finite weights raise
+    `DataError` (a `VoteRowError` carrying the 0-based ``row``). ``meta`` may carry extras
+    such as the demo's ``true_ratings``.
+    """
+
+    name: str
+    table: pa.Table
+    source: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_table(
+        cls,
+        table: pa.Table,
+        name: str = "votes",
+        *,
+        source: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Votes:
+        """Normalise types and winner labels, then validate (see the class docstring)."""
+        missing = [c for c in ("model_a", "model_b", "winner") if c not in table.column_names]
+        if missing:
+            raise DataError(
+                f"votes are missing column(s) {', '.join(missing)}",
+                file=source,
+                expected="columns model_a, model_b, winner[, judge, category, timestamp, weight]",
+            )
+        n = table.num_rows
+        cols: dict[str, pa.Array] = {}
+        for c in ("model_a", "model_b"):
+            arr = _as_string(table[c])
+            stripped = pc.utf8_trim_whitespace(arr)
+            bad = pc.fill_null(pc.equal(pc.utf8_length(stripped), 0), True)
+            row = _first_true(bad.to_numpy(zero_copy_only=False)) if n else None
+            if row is not None:
+                raise VoteRowError(f"empty {c}", row=row, file=source, expected=f"a non-empty {c} name")
+            cols[c] = stripped
+        same = pc.equal(cols["model_a"], cols["model_b"]).to_numpy(zero_copy_only=False) if n else np.zeros(0, bool)
+        row = _first_true(same)
+        if row is not None:
+            raise VoteRowError(
+                f"model {cols['model_a'][row].as_py()!r} is compared with itself",
+                row=row, file=source, expected="two different models per vote",
+            )
+        raw = pc.fill_null(pc.utf8_trim_whitespace(_as_string(table["winner"])), "")
+        enc = pc.utf8_lower(raw).dictionary_encode()
+        code_of = {label: i for i, label in enumerate(WINNER_LABELS)}
+        label_code = np.array([code_of.get(_WINNER_ALIASES.get(v, ""), -1) for v in enc.dictionary.to_pylist()]
+                              + [-1], dtype=np.int8)
+        out = label_code[enc.indices.to_numpy(zero_copy_only=False)] if n else np.zeros(0, np.int8)
+        unset = out < 0
+        if unset.any():
+            is_a = pc.equal(raw, cols["model_a"]).to_numpy(zero_copy_only=False)
+            is_b = pc.equal(raw, cols["model_b"]).to_numpy(zero_copy_only=False)
+            out[unset & is_a] = 0
+            out[unset & is_b & ~is_a] = 1
+            row = _first_true(out < 0)
+            if row is not None:
+                raise VoteRowError(
+                    f"unknown winner {raw[row].as_py()!r}",
+                    row=row, file=source,
+                    expected="model_a, model_b, tie, tie (bothbad) or one of the two model names",
+                )
+        cols["winner"] = pc.take(pa.array(WINNER_LABELS, pa.string()), pa.array(out))
+        for c in ("judge", "category"):
+            if c in table.column_names:
+                cols[c] = pc.fill_null(pc.utf8_trim_whitespace(_as_string(table[c])), "")
+        if "timestamp" in table.column_names:
+            try:
+                cols["timestamp"] = _parse_timestamps(table["timestamp"])
+            except VoteRowError as exc:
+                raise VoteRowError(exc.message, row=exc.row, file=source, expected=exc.expected) from None
+        if "weight" in table.column_names:
+            try:
+                w = pc.cast(table["weight"], pa.float64()).combine_chunks()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                w_np = pd.to_numeric(pd.Series(_as_string(table["weight"]).to_pandas()), errors="coerce").to_numpy()
+                row = _first_true(np.isnan(w_np))
+                raise VoteRowError(f"weight {table['weight'][row].as_py()!r} is not a number",
+                                   row=row or 0, file=source, expected="a non-negative number") from None
+            w_np = w.to_numpy(zero_copy_only=False).astype(np.float64)
+            w_np = np.where(np.isnan(w_np) & ~pc.is_valid(w).to_numpy(zero_copy_only=False), 1.0, w_np)
+            row = _first_true(~np.isfinite(w_np) | (w_np < 0))
+            if row is not None:
+                raise VoteRowError(f"weight {w_np[row]!r} is not a non-negative finite number",
+                                   row=row, file=source, expected="a non-negative number")
+            cols["weight"] = pa.array(w_np, pa.float64())
+        return cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
+
+    @classmethod
+    def from_frame(cls, frame: pd.DataFrame, name: str = "votes", *, source: str | None = None,
+                   meta: dict[str, Any] | None = None) -> Votes:
+        keep = [c for c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL) if c in frame.columns]
+        frame = frame[keep].copy()
+        for c in ("model_a", "model_b", "winner", "judge", "category"):
+            if c in frame.columns:
+                frame[c] = frame[c].map(lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+        table = pa.Table.from_pandas(frame, preserve_index=False)
+        return cls.from_table(table, name, source=source, meta=meta)
+
+    # ---- views --------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return self.table.num_rows
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.table.column_names)
+
+    @cached_property
+    def encoded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
+        """``(a, b, outcome, models)``: int32 model codes, outcome int8 (2 = model_a wins,
+        1 = tie of either kind, 0 = model_b wins); models in order of first appearance."""
+        both = pa.concat_arrays([self.table["model_a"].combine_chunks(), self.table["model_b"].combine_chunks()])
+        enc = both.dictionary_encode()
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32)
+        n = len(self)
+        winner = self.table["winner"].combine_chunks()
+        outcome = np.ones(n, dtype=np.int8)
+        outcome[pc.equal(winner, "model_a").to_numpy(zero_copy_only=False)] = 2
+        outcome[pc.equal(winner, "model_b").to_numpy(zero_copy_only=False)] = 0
+        return codes[:n], codes[n:], outcome, enc.dictionary.to_pylist()
+
+    @property
+    def models(self) -> list[str]:
+        """Model names in order of first appearance."""
+        return list(self.encoded[3])
+
+    @property
+    def weights(self) -> np.ndarray:
+        if "weight" in self.table.column_names:
+            return self.table["weight"].to_numpy()
+        return np.ones(len(self))
+
+    def values(self, column: str) -> list[str]:
+        """Sorted distinct values of an optional string column (``judge``, ``category``)."""
+        if column not in self.table.column_names:
+            return []
+        return sorted(pc.unique(self.table[column]).to_pylist())
+
+    def filter(self, *, categories: list[str] | None = None, judges: list[str] | None = None) -> Votes:
+        """Only votes whose category / judge is in the given lists (None = no filter)."""
+        mask = None
+        for col, allowed in (("category", categories), ("judge", judges)):
+            if allowed is None or col not in self.table.column_names:
+                continue
+            m = pc.is_in(self.table[col], value_set=pa.array([str(v) for v in allowed], pa.string()))
+            mask = m if mask is None else pc.and_(mask, m)
+        if mask is None:
+            return self
+        return Votes(name=self.name, table=self.table.filter(mask), source=self.source, meta=self.meta)
+
+    def to_frame(self) -> pd.DataFrame:
+        return self.table.to_pandas()
+
+    def renamed(self, name: str) -> Votes:
+        return Votes(name=name, table=self.table, source=self.source, meta=self.meta)
+
+    def __repr__(self) -> str:
+        return f"Votes(name={self.name!r}, votes={len(self)}, models={len(self.models)})"

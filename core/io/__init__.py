@@ -1,0 +1,25 @@
+"""Readers and writers for every RankLens data family (see `core.io.runs`, ...)."""
+
+from core.io._common import sniff_format
+from core.io.runs import (
+    collapse_chunks,
+    read_answers,
+    read_chunk_map,
+    read_qrels,
+    read_run,
+    read_runs,
+    write_qrels,
+    write_trec_run,
+)
+
+__all__ = [
+    "collapse_chunks",
+    "read_answers",
+    "read_chunk_map",
+    "read_qrels",
+    "read_run",
+    "read_runs",
+    "sniff_format",
+    "write_qrels",
+    "write_trec_run",
+]

@@ -1,0 +1,486 @@
+"""Readers and writers for runs, qrels, answers and chunk-to-document maps.
+
+Runs: TREC 6 columns (``qid Q0 docid rank score tag``, whitespace separated), CSV/TSV with a
+header ``qid,docid,score[,rank][,tag]``, JSONL objects with those keys, or Parquet. A file
+holding several tags becomes several runs. Qrels: TREC 4 columns (``qid iter docid rel``) or
+CSV/TSV with ``qid,docid,relevance``. The fast path parses with pyarrow's multithreaded CSV
+reader; only when it fails does a line-by-line pass run to name the exact line and problem.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from pathlib import Path
+from typing import IO, Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from core.data import Qrels, Run
+from core.errors import DataError
+from core.io._common import LineMap, Source, check_text, load_bytes, sniff_format, strip_bom
+
+RUN_TREC_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
+QRELS_TREC_COLUMNS = ("qid", "iter", "docid", "relevance")
+
+_RUN_ALIASES = {
+    "qid": "qid", "query_id": "qid", "queryid": "qid", "topic": "qid", "query": "qid", "q": "qid",
+    "docid": "docid", "doc_id": "docid", "docno": "docid", "document": "docid", "pid": "docid",
+    "doc": "docid", "passage_id": "docid", "chunk_id": "docid",
+    "score": "score", "sim": "score", "similarity": "score",
+    "rank": "rank", "position": "rank",
+    "tag": "tag", "run": "tag", "run_id": "tag", "runid": "tag", "system": "tag",
+}
+_QRELS_ALIASES = {
+    "qid": "qid", "query_id": "qid", "queryid": "qid", "topic": "qid", "query": "qid", "q": "qid",
+    "docid": "docid", "doc_id": "docid", "docno": "docid", "document": "docid", "pid": "docid",
+    "doc": "docid", "corpus-id": "docid", "corpus_id": "docid", "query-id": "qid",
+    "relevance": "relevance", "rel": "relevance", "grade": "relevance", "label": "relevance",
+    "judgment": "relevance", "judgement": "relevance", "score": "relevance",
+    "iter": "iter", "iteration": "iter", "q0": "iter",
+}
+_WS = re.compile(rb"[ \t]+")
+
+
+# ---------------------------------------------------------------------------------------
+# Runs
+# ---------------------------------------------------------------------------------------
+def read_runs(
+    data: Source,
+    *,
+    filename: str | None = None,
+    fmt: str | None = None,
+    name: str | None = None,
+) -> list[Run]:
+    """Parse a run file; one `Run` per tag (a single run is named ``name``, its tag, or
+    the file's stem). Raises `DataError` with file and line on bad input."""
+    raw, display = load_bytes(data, filename)
+    kind = sniff_format(raw, display, fmt)
+    if kind == "parquet":
+        table, lines = _read_parquet(raw, display), None
+    else:
+        check_text(raw, display)
+        raw = strip_bom(raw)
+        if kind == "trec":
+            table, lines = _read_trec_run(raw, display)
+        elif kind == "jsonl":
+            table, lines = _read_jsonl(raw, display, _RUN_ALIASES, ("qid", "docid")), LineMap(raw)
+        else:
+            table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", _RUN_ALIASES, "run")
+            lines = LineMap(raw, header_lines=1)
+    table = _normalise_run_columns(table, display, lines)
+    return _split_by_tag(table, display, lines, name)
+
+
+def read_run(data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None) -> Run:
+    """Like `read_runs` but the file must hold exactly one run."""
+    runs = read_runs(data, filename=filename, fmt=fmt, name=name)
+    if len(runs) != 1:
+        shown = filename or (str(data) if isinstance(data, (str, Path)) else "<upload>")
+        raise DataError(
+            f"holds {len(runs)} runs (tags {', '.join(r.name for r in runs)})",
+            file=Path(shown).name,
+            expected="a single run; use read_runs for several",
+        )
+    return runs[0]
+
+
+def _trec_parse(raw: bytes, names: tuple[str, ...], types: dict[str, pa.DataType], include: list[str]) -> pa.Table:
+    return pacsv.read_csv(
+        pa.BufferReader(raw),
+        read_options=pacsv.ReadOptions(column_names=list(names), block_size=1 << 22),
+        parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
+        convert_options=pacsv.ConvertOptions(column_types=types, include_columns=include, strings_can_be_null=False,
+                                             quoted_strings_can_be_null=False, null_values=[]),
+    )
+
+
+def _normalise_whitespace(raw: bytes) -> bytes:
+    """Collapse runs of spaces/tabs to one space and strip them at line ends."""
+    text = _WS.sub(b" ", raw.replace(b"\r\n", b"\n"))
+    return b"\n".join(line.strip(b" ") for line in text.split(b"\n"))
+
+
+def _read_trec_run(raw: bytes, display: str) -> tuple[pa.Table, LineMap]:
+    types = {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64(), "tag": pa.string()}
+    include = ["qid", "docid", "rank", "score", "tag"]
+    try:
+        return _trec_parse(raw, RUN_TREC_COLUMNS, types, include), LineMap(raw)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        pass
+    cleaned = _normalise_whitespace(raw)
+    try:
+        return _trec_parse(cleaned, RUN_TREC_COLUMNS, types, include), LineMap(cleaned)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        _diagnose_trec(raw, display, run=True)
+        raise DataError("could not be parsed as a TREC run", file=display,
+                        expected="6 whitespace-separated columns: qid Q0 docid rank score tag") from None
+
+
+def _diagnose_trec(raw: bytes, display: str, *, run: bool) -> None:
+    """Find and raise the first bad line of a TREC run or qrels file."""
+    check_text(raw, display, full=True)
+    width = 6 if run else 4
+    layout = "qid Q0 docid rank score tag" if run else "qid iter docid relevance"
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != width:
+            raise DataError(
+                f"found {len(fields)} column(s): {line.strip()[:80]!r}",
+                file=display, line=number, expected=f"{width} whitespace-separated columns: {layout}",
+            )
+        if run:
+            try:
+                int(fields[3])
+            except ValueError:
+                raise DataError(f"rank {fields[3]!r} is not an integer", file=display, line=number,
+                                expected="an integer rank in column 4") from None
+            try:
+                float(fields[4])
+            except ValueError:
+                raise DataError(f"score {fields[4]!r} is not a number", file=display, line=number,
+                                expected="a numeric score in column 5") from None
+        else:
+            _check_grade(fields[3], display, number)
+
+
+def _check_grade(text: str, display: str, number: int) -> None:
+    try:
+        int(text)
+    except ValueError:
+        raise DataError(f"relevance {text!r} is not an integer", file=display, line=number,
+                        expected="an integer grade in column 4") from None
+
+
+def _canonical_columns(columns: Iterable[str], aliases: dict[str, str]) -> list[str]:
+    return [aliases.get(str(c).strip().lower(), str(c).strip().lower()) for c in columns]
+
+
+def _read_delimited(raw: bytes, display: str, delimiter: str, aliases: dict[str, str], what: str) -> pa.Table:
+    header = raw.split(b"\n", 1)[0].decode("utf-8").strip().split(delimiter)
+    columns = _canonical_columns(header, aliases)
+    string_cols = {c: pa.string() for c in ("qid", "docid", "tag", "iter", "prediction", "reference", "chunk_id", "doc_id")}
+    try:
+        table = pacsv.read_csv(
+            pa.BufferReader(raw),
+            read_options=pacsv.ReadOptions(column_names=columns, skip_rows=1, block_size=1 << 22),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter),
+            convert_options=pacsv.ConvertOptions(
+                column_types={c: t for c, t in string_cols.items() if c in columns},
+                strings_can_be_null=False,
+            ),
+        )
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        _diagnose_delimited(raw, display, delimiter, len(columns), what)
+        raise DataError(f"could not be parsed as a {what} table", file=display) from None
+    return table
+
+
+def _diagnose_delimited(raw: bytes, display: str, delimiter: str, width: int, what: str) -> None:
+    check_text(raw, display, full=True)
+    reader = csv.reader(io.StringIO(raw.decode("utf-8")), delimiter=delimiter)
+    for number, row in enumerate(reader, start=1):
+        if not row or (len(row) == 1 and not row[0].strip()):
+            continue
+        if len(row) != width:
+            raise DataError(f"found {len(row)} column(s), the header has {width}", file=display, line=number,
+                            expected=f"{width} {'comma' if delimiter == ',' else 'tab'}-separated values per {what} row")
+
+
+def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tuple[str, ...]) -> pa.Table:
+    records = []
+    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON ({exc.msg})", file=display, line=number, expected="one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise DataError("not a JSON object", file=display, line=number, expected="one JSON object per line")
+        row = {aliases.get(k.lower(), k.lower()): v for k, v in obj.items()}
+        missing = [c for c in required if c not in row]
+        if missing:
+            raise DataError(f"missing key(s) {', '.join(missing)}", file=display, line=number,
+                            expected=f"keys {', '.join(required)}")
+        records.append(row)
+    frame = pd.DataFrame.from_records(records)
+    for c in ("qid", "docid", "tag", "iter"):
+        if c in frame.columns:
+            frame[c] = frame[c].astype(str)
+    for c in ("score", "rank", "relevance"):
+        if c in frame.columns:
+            numeric = pd.to_numeric(frame[c], errors="coerce")
+            bad = numeric.isna() & frame[c].notna()
+            if bad.any() or numeric.isna().any():
+                row = int(np.flatnonzero((bad | numeric.isna()).to_numpy())[0])
+                raise DataError(f"{c} {frame[c].iloc[row]!r} is not a number", rows=(row,), expected=f"a numeric {c}")
+            frame[c] = numeric
+    return pa.Table.from_pandas(frame, preserve_index=False)
+
+
+def _read_parquet(raw: bytes, display: str) -> pa.Table:
+    try:
+        table = pq.read_table(pa.BufferReader(raw))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"not a readable Parquet file ({exc})", file=display) from None
+    return table.rename_columns(_canonical_columns(table.column_names, {**_RUN_ALIASES, **_QRELS_ALIASES}))
+
+
+def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None) -> pa.Table:
+    cols = set(table.column_names)
+    if "qid" not in cols or "docid" not in cols:
+        raise DataError(f"columns {', '.join(table.column_names)} lack qid/docid", file=display,
+                        expected="columns qid, docid, score[, rank][, tag]")
+    if "score" not in cols:
+        if "rank" not in cols:
+            raise DataError("no score or rank column", file=display, expected="columns qid, docid, score[, rank][, tag]")
+        table = table.append_column("score", pc.negate(pc.cast(table["rank"], pa.float64())))
+    for c in ("score", "rank"):
+        if c in table.column_names and not (pa.types.is_integer(table[c].type) or pa.types.is_floating(table[c].type)):
+            values = table[c].combine_chunks()
+            parsed = pc.cast(values, pa.float64(), safe=False) if pa.types.is_string(values.type) else None
+            bad_text = None
+            for i, v in enumerate(values.to_pylist()):
+                try:
+                    float(v)
+                except (TypeError, ValueError):
+                    bad_text = (i, v)
+                    break
+            if bad_text is not None or parsed is None:
+                i, v = bad_text if bad_text else (0, values[0].as_py())
+                err = DataError(f"{c} {v!r} is not a number", rows=(i,), expected=f"a numeric {c}")
+                raise (lines.relocate(err, display) if lines else err.located(file=display))
+            table = table.set_column(table.column_names.index(c), c, parsed)
+    if "rank" in table.column_names and not pa.types.is_integer(table["rank"].type):
+        ranks = table["rank"].combine_chunks().to_numpy(zero_copy_only=False).astype(float)
+        bad = ~np.isfinite(ranks) | (ranks != np.round(ranks))
+        if bad.any():
+            err = DataError(f"rank {ranks[np.flatnonzero(bad)[0]]!r} is not an integer", rows=(int(np.flatnonzero(bad)[0]),),
+                            expected="an integer rank")
+            raise (lines.relocate(err, display) if lines else err.located(file=display))
+    return table
+
+
+def _split_by_tag(table: pa.Table, display: str, lines: LineMap | None, name: str | None) -> list[Run]:
+    stem = Path(display).stem or "run"
+    has_tag = "tag" in table.column_names
+    tags = pc.unique(table["tag"]).to_pylist() if has_tag else [None]
+    runs: list[Run] = []
+    row_ids = None
+    for tag in tags:
+        if has_tag and len(tags) > 1:
+            mask = pc.equal(table["tag"], tag)
+            part = table.filter(mask)
+            row_ids = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+        else:
+            part, row_ids = table, None
+        run_name = (name if name and len(tags) == 1 else None) or (tag if tag else stem)
+        keep = [c for c in ("qid", "docid", "score", "rank") if c in part.column_names]
+        try:
+            runs.append(Run.from_table(part.select(keep), str(run_name), source=display))
+        except DataError as exc:
+            if exc.rows and row_ids is not None:
+                exc = DataError(exc.message, expected=exc.expected, rows=tuple(int(row_ids[r]) for r in exc.rows))
+            raise (lines.relocate(exc, display) if lines else exc.located(file=display)) from None
+    return runs
+
+
+# ---------------------------------------------------------------------------------------
+# Qrels
+# ---------------------------------------------------------------------------------------
+def read_qrels(
+    data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None
+) -> Qrels:
+    """Parse qrels: TREC ``qid iter docid rel`` or CSV/TSV/JSONL/Parquet with
+    ``qid, docid, relevance``; grades must be integers."""
+    raw, display = load_bytes(data, filename)
+    kind = sniff_format(raw, display, fmt)
+    lines: LineMap | None = None
+    if kind == "parquet":
+        table = _read_parquet(raw, display)
+    else:
+        check_text(raw, display)
+        raw = strip_bom(raw)
+        if kind == "trec":
+            table, lines = _read_trec_qrels(raw, display)
+        elif kind == "jsonl":
+            try:
+                table = _read_jsonl(raw, display, _QRELS_ALIASES, ("qid", "docid", "relevance"))
+            except DataError as exc:
+                raise LineMap(raw).relocate(exc, display) from None
+            lines = LineMap(raw)
+        else:
+            table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", _QRELS_ALIASES, "qrels")
+            lines = LineMap(raw, header_lines=1)
+    missing = {"qid", "docid", "relevance"} - set(table.column_names)
+    if missing:
+        raise DataError(f"missing column(s) {', '.join(sorted(missing))}", file=display,
+                        expected="qid iter docid relevance (TREC) or a header qid,docid,relevance")
+    rel = table["relevance"]
+    if pa.types.is_string(rel.type):
+        for i, v in enumerate(rel.to_pylist()):
+            try:
+                int(v)
+            except ValueError:
+                err = DataError(f"relevance {v!r} is not an integer", rows=(i,), expected="an integer grade")
+                raise (lines.relocate(err, display) if lines else err.located(file=display)) from None
+        table = table.set_column(table.column_names.index("relevance"), "relevance", pc.cast(rel, pa.int64()))
+    try:
+        return Qrels.from_table(table.select(["qid", "docid", "relevance"]), name or Path(display).stem, source=display)
+    except DataError as exc:
+        raise (lines.relocate(exc, display) if lines else exc.located(file=display)) from None
+
+
+def _read_trec_qrels(raw: bytes, display: str) -> tuple[pa.Table, LineMap]:
+    types = {"qid": pa.string(), "iter": pa.string(), "docid": pa.string(), "relevance": pa.int64()}
+    include = ["qid", "docid", "relevance"]
+    for candidate in (raw, None):
+        body = candidate if candidate is not None else _normalise_whitespace(raw)
+        try:
+            return _trec_parse(body, QRELS_TREC_COLUMNS, types, include), LineMap(body)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            continue
+    _diagnose_trec(raw, display, run=False)
+    raise DataError("could not be parsed as TREC qrels", file=display, expected="4 columns: qid iter docid relevance")
+
+
+# ---------------------------------------------------------------------------------------
+# Answers and chunk maps
+# ---------------------------------------------------------------------------------------
+def read_answers(data: Source, *, filename: str | None = None, fmt: str | None = None) -> pd.DataFrame:
+    """Answers for answer-level metrics: one row per qid with ``prediction`` and a list of
+    ``references``. CSV/TSV rows ``qid,prediction,reference`` (repeat a qid for several
+    references) or JSONL ``{"qid", "prediction", "reference" | "references": [...]}``."""
+    raw, display = load_bytes(data, filename)
+    kind = sniff_format(raw, display, fmt)
+    check_text(raw, display)
+    raw = strip_bom(raw)
+    records: list[tuple[str, str, list[str]]] = []
+    if kind == "jsonl":
+        for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"invalid JSON ({exc.msg})", file=display, line=number) from None
+            refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer"))))
+            if not isinstance(obj, dict) or "qid" not in obj or "prediction" not in obj or refs is None:
+                raise DataError("missing qid, prediction or reference(s)", file=display, line=number,
+                                expected='{"qid", "prediction", "reference" or "references"}')
+            refs = [str(r) for r in refs] if isinstance(refs, list) else [str(refs)]
+            records.append((str(obj["qid"]), str(obj["prediction"]), refs))
+    elif kind in ("csv", "tsv"):
+        delimiter = "\t" if kind == "tsv" else ","
+        reader = csv.DictReader(io.StringIO(raw.decode("utf-8")), delimiter=delimiter)
+        fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
+        ref_key = fields.get("reference") or fields.get("references") or fields.get("answer")
+        if "qid" not in fields or "prediction" not in fields or ref_key is None:
+            raise DataError("header lacks qid, prediction or reference", file=display, line=1,
+                            expected="a header qid,prediction,reference")
+        for number, row in enumerate(reader, start=2):
+            if row.get(ref_key) is None or row.get(fields["prediction"]) is None:
+                raise DataError("row has too few values", file=display, line=number, expected="qid,prediction,reference")
+            records.append((row[fields["qid"]], row[fields["prediction"]], [row[ref_key]]))
+    else:
+        raise DataError(f"answers cannot be read from {kind} files", file=display, expected="CSV, TSV or JSONL")
+    frame = pd.DataFrame(records, columns=["qid", "prediction", "references"])
+    frame = frame.groupby("qid", sort=False).agg(
+        prediction=("prediction", "first"), references=("references", lambda s: [r for refs in s for r in refs])
+    ).reset_index()
+    return frame
+
+
+def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None = None) -> pd.DataFrame:
+    """A ``chunk_id,doc_id`` table (CSV/TSV/JSONL) mapping chunks to source documents."""
+    raw, display = load_bytes(data, filename)
+    kind = sniff_format(raw, display, fmt)
+    check_text(raw, display)
+    raw = strip_bom(raw)
+    aliases = {"chunk_id": "chunk_id", "chunk": "chunk_id", "docid": "chunk_id", "doc_id": "doc_id",
+               "document_id": "doc_id", "source": "doc_id", "url": "doc_id", "source_url": "doc_id"}
+    if kind == "jsonl":
+        table = _read_jsonl(raw, display, aliases, ("chunk_id", "doc_id"))
+    elif kind in ("csv", "tsv"):
+        header = raw.split(b"\n", 1)[0].decode("utf-8").strip().lower().split("\t" if kind == "tsv" else ",")
+        if header[:2] == ["docid", "doc_id"] or "chunk_id" in header:
+            aliases = {**aliases, "docid": "chunk_id"}
+        table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", aliases, "chunk map")
+    else:
+        table = pacsv.read_csv(pa.BufferReader(_normalise_whitespace(raw)),
+                               read_options=pacsv.ReadOptions(column_names=["chunk_id", "doc_id"]),
+                               parse_options=pacsv.ParseOptions(delimiter=" "),
+                               convert_options=pacsv.ConvertOptions(column_types={"chunk_id": pa.string(), "doc_id": pa.string()}))
+    if not {"chunk_id", "doc_id"} <= set(table.column_names):
+        raise DataError("missing chunk_id/doc_id columns", file=display, expected="a header chunk_id,doc_id")
+    frame = table.select(["chunk_id", "doc_id"]).to_pandas()
+    frame = frame.astype({"chunk_id": str, "doc_id": str})
+    dup = frame["chunk_id"].duplicated(keep=False)
+    if dup.any():
+        rows = tuple(int(i) for i in np.flatnonzero(dup.to_numpy())[:2])
+        raise LineMap(raw, header_lines=0 if kind == "jsonl" else 1).relocate(
+            DataError(f"chunk {frame['chunk_id'].iloc[rows[0]]!r} maps to two documents", rows=rows,
+                      expected="each chunk_id once"), display)
+    return frame
+
+
+def collapse_chunks(run: Run, chunk_map: pd.DataFrame, *, name: str | None = None) -> Run:
+    """Chunk-level run -> document-level run: each document keeps its best-ranked chunk
+    (highest score; trec order among equal scores). Unmapped chunks keep their own id."""
+    frame = run.sorted_frame("trec")
+    mapping = pd.Series(chunk_map["doc_id"].to_numpy(), index=chunk_map["chunk_id"].to_numpy())
+    frame["docid"] = frame["docid"].map(mapping).fillna(frame["docid"])
+    best = frame.drop_duplicates(["qid", "docid"], keep="first")
+    return Run.from_frame(best[["qid", "docid", "score"]], name or f"{run.name} (documents)", source=run.source)
+
+
+# ---------------------------------------------------------------------------------------
+# Writers
+# ---------------------------------------------------------------------------------------
+def write_trec_run(run: Run, out: str | Path | IO[str] | None = None, *, tag: str | None = None,
+                   ties: str = "trec") -> str | None:
+    """Write ``qid Q0 docid rank score tag`` lines in ranked order; returns the text when
+    ``out`` is None. Scores are written with full precision (``repr``)."""
+    frame = run.sorted_frame(ties)
+    tag = (tag or run.name).replace(" ", "_") or "ranklens"
+    n = len(frame)
+    columns = [
+        pa.array(frame["qid"].astype(str).to_numpy(), pa.string()),
+        pa.array(["Q0"] * n, pa.string()) if n else pa.array([], pa.string()),
+        pa.array(frame["docid"].astype(str).to_numpy(), pa.string()),
+        pc.cast(pa.array(frame["rank"].to_numpy()), pa.string()),
+        pc.cast(pa.array(frame["score"].to_numpy(np.float64)), pa.string()),
+        pa.array([tag] * n, pa.string()) if n else pa.array([], pa.string()),
+    ]
+    lines = pc.binary_join_element_wise(*columns, " ")
+    text = "\n".join(lines.to_pylist()) + ("\n" if n else "")
+    if out is None:
+        return text
+    if isinstance(out, (str, Path)):
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    return None
+
+
+def write_qrels(qrels: Qrels, out: str | Path | IO[str] | None = None) -> str | None:
+    """Write TREC qrels ``qid 0 docid relevance``."""
+    frame = qrels.frame
+    text = "".join(f"{q} 0 {d} {r}\n" for q, d, r in zip(frame["qid"], frame["docid"], frame["relevance"]))
+    if out is None:
+        return text
+    if isinstance(out, (str, Path)):
+        Path(out).write_text(text, encoding="utf-8")
+    else:
+        out.write(text)
+    return None

@@ -1,0 +1,491 @@
+"""Ranking metrics under a tie policy, vectorised over whole runs.
+
+Metric names follow ranx / ir_measures (``mrr@10``, ``hits@5``, ``recall@100``,
+``precision@10``, ``ndcg@10``, ``map``, ``map@100``, ``rprec``); trec_eval spellings
+(``recip_rank``, ``P_10``, ``ndcg_cut_10``, ``map_cut_100``, ``success_5``, ``Rprec``) are
+accepted too. ``mtrr@k`` and ``tmhits@k`` (G-RAG's Mean Tied Reciprocal Rank and Tied Mean
+Hits@K) are ``mrr@k`` and ``hits@k`` under the ``expected`` policy.
+
+Definitions follow trec_eval: a document is relevant when its grade >= ``rel_level``; the
+gain for nDCG is ``max(grade, 0)`` (log2 discount, ideal ranking over all judged documents);
+``precision@k`` divides by k; ``map`` and ``recall`` divide by the number of relevant
+documents in the qrels; queries are those of the qrels, a query without results scores 0.
+
+Every metric depends on the ranking only through the positions of the judged documents with
+a positive grade. Each policy therefore reduces to *units* ``(query, start, size, n_rel, gain)``:
+under a deterministic policy a unit is one document at one position (``size = 1``); under
+``expected`` a unit is a whole tie group whose ``size`` positions receive its ``n_rel``
+relevant documents uniformly at random. Closed forms per unit (no permutation is enumerated):
+
+- relevant in the top k: ``n_rel * m / size`` with ``m = clip(k - start, 0, size)``;
+- DCG@k: ``gain / size * sum_{p=start+1}^{start+m} 1 / log2(p + 1)``;
+- Hits@k (first unit holding a relevant document): ``1 - C(size - n_rel, m) / C(size, m)``;
+- RR: first relevant position ``start + X`` with ``P(X = x) = C(size - x, n_rel - 1) /
+  C(size, n_rel)`` (hypergeometric), ``E[1 / (start + X)]`` summed over ``x``;
+- AP (McSherry & Najork, 2008): a relevant document at in-group offset ``j`` has on average
+  ``before + 1 + j (n_rel - 1) / (size - 1)`` relevant documents at or above it, so the unit
+  adds ``n_rel / size * sum_{j<m} (before + 1 + j (n_rel - 1)/(size - 1)) / (start + 1 + j)``.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Iterable, Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+from scipy.special import gammaln
+
+from core.data import Qrels, Run
+from core.errors import DataWarning, MetricError
+from core.ties import POLICIES, docid_rank_in_group, given_positions
+
+FAMILIES: tuple[str, ...] = ("mrr", "hits", "recall", "precision", "ndcg", "map", "rprec")
+#: The eight ranking metrics of the benchmark / default table.
+DEFAULT_METRICS: tuple[str, ...] = ("mrr@10", "hits@10", "recall@100", "precision@10", "ndcg@10", "ndcg", "map", "rprec")
+
+_ALIASES: dict[str, tuple[str, str | None]] = {
+    "mrr": ("mrr", None), "rr": ("mrr", None), "recip_rank": ("mrr", None),
+    "mtrr": ("mrr", "expected"),
+    "hits": ("hits", None), "hit": ("hits", None), "success": ("hits", None), "hit_rate": ("hits", None),
+    "tmhits": ("hits", "expected"),
+    "recall": ("recall", None), "r": ("recall", None),
+    "precision": ("precision", None), "p": ("precision", None),
+    "ndcg": ("ndcg", None), "ndcg_cut": ("ndcg", None),
+    "map": ("map", None), "ap": ("map", None), "map_cut": ("map", None),
+    "rprec": ("rprec", None), "r-prec": ("rprec", None), "r_prec": ("rprec", None),
+}
+_NEEDS_K = {"hits", "recall", "precision"}
+_NAME_RE = re.compile(r"^\s*([a-z][a-z_\-]*?)(?:\s*[@_.]\s*(\d+))?\s*$")
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A parsed metric: ``family`` at cutoff ``k`` (None = whole list), an optional forced
+    tie ``policy`` (``mtrr``/``tmhits`` force ``expected``) and the display ``name``."""
+
+    family: str
+    k: int | None = None
+    policy: str | None = None
+    alias: str | None = None
+
+    @property
+    def name(self) -> str:
+        base = self.alias or self.family
+        return f"{base}@{self.k}" if self.k is not None else base
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def parse_metric(text: str | Metric) -> Metric:
+    """Parse ``"nDCG@10"``, ``"P_10"``, ``"mtrr@5"``, ``"map"`` ... into a `Metric`."""
+    if isinstance(text, Metric):
+        return text
+    match = _NAME_RE.match(str(text).lower())
+    if not match or match.group(1) not in _ALIASES:
+        raise MetricError(
+            f"unknown metric {text!r}; expected one of "
+            "mrr[@k], mtrr[@k], hits@k, tmhits@k, recall@k, precision@k, ndcg[@k], map[@k], rprec"
+        )
+    word, k_text = match.group(1), match.group(2)
+    family, policy = _ALIASES[word]
+    k = int(k_text) if k_text is not None else None
+    if k is not None and k < 1:
+        raise MetricError(f"metric {text!r}: the cutoff must be a positive integer")
+    if family in _NEEDS_K and k is None:
+        raise MetricError(f"metric {text!r} needs a cutoff, e.g. {family}@10")
+    if family == "rprec" and k is not None:
+        raise MetricError(f"metric {text!r}: rprec takes no cutoff (it cuts at the number of relevant documents)")
+    alias = word if word in ("mtrr", "tmhits") else None
+    return Metric(family, k, policy, alias)
+
+
+def parse_metrics(spec: str | Iterable[str | Metric]) -> list[Metric]:
+    """A comma-separated string or a list of names -> list of unique `Metric`, in order."""
+    items = [s for s in spec.split(",") if s.strip()] if isinstance(spec, str) else list(spec)
+    out: list[Metric] = []
+    for item in items:
+        metric = parse_metric(item)
+        if metric not in out:
+            out.append(metric)
+    if not out:
+        raise MetricError("no metric given")
+    return out
+
+
+def check_policy(ties: str) -> str:
+    if ties not in POLICIES:
+        raise MetricError(f"unknown tie policy {ties!r}; expected one of {', '.join(POLICIES)}")
+    return ties
+
+
+# ---------------------------------------------------------------------------------------
+# Joining a run with the qrels
+# ---------------------------------------------------------------------------------------
+@lru_cache(maxsize=16)
+def _judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
+    qrel_docids = qrels.table["docid"].combine_chunks()
+    mask = pc.is_in(run.docids, value_set=pc.unique(qrel_docids))
+    candidates = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+    if len(candidates) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    cand = pd.DataFrame(
+        {
+            "row": candidates,
+            "qid": run.qid_values[run.qid_codes[candidates]],
+            "docid": run.docids.take(pa.array(candidates)).to_numpy(zero_copy_only=False),
+        }
+    )
+    merged = cand.merge(qrels.frame, on=["qid", "docid"], how="inner", sort=False)
+    merged = merged.sort_values("row", kind="stable")
+    return merged["row"].to_numpy(np.int64), merged["relevance"].to_numpy(np.int64)
+
+
+def judged_rows(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
+    """File rows of ``run`` that the qrels judge, and their grades (rows ascending)."""
+    return _judged(run, qrels)
+
+
+@dataclass(frozen=True)
+class _QrelsIndex:
+    qids: np.ndarray  # evaluation queries (qrels order)
+    grade_q: np.ndarray  # per judgement: query index
+    grade: np.ndarray  # per judgement: grade
+
+
+@lru_cache(maxsize=16)
+def _qrels_index(qrels: Qrels) -> _QrelsIndex:
+    frame = qrels.frame
+    qids = np.asarray(qrels.qids, dtype=object)
+    lookup = pd.Index(qids)
+    return _QrelsIndex(qids, lookup.get_indexer(frame["qid"]).astype(np.int64), frame["relevance"].to_numpy(np.int64))
+
+
+# ---------------------------------------------------------------------------------------
+# Units: where judged positive documents sit under a policy
+# ---------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Units:
+    """Positive-grade documents (or tie groups of them) of a run under one policy, sorted
+    by (query index, start). ``n_rel`` counts grade >= rel_level, ``gain`` sums max(grade,0)."""
+
+    qi: np.ndarray
+    start: np.ndarray
+    size: np.ndarray
+    n_rel: np.ndarray
+    gain: np.ndarray
+    before: np.ndarray = field(repr=False)  # relevant documents in earlier units of the query
+
+
+def _positive_rows(run: Run, qrels: Qrels, rel_level: int) -> tuple[np.ndarray, np.ndarray]:
+    rows, grades = _judged(run, qrels)
+    keep = (grades > 0) | (grades >= rel_level)
+    return rows[keep], grades[keep]
+
+
+def _policy_positions(run: Run, rows: np.ndarray, grades: np.ndarray, ties: str) -> np.ndarray:
+    """0-based position of each file row in ``rows`` under a deterministic policy."""
+    ranked = run.ranked
+    sidx = ranked.inverse[rows]
+    start = ranked.group_start[sidx]
+    if ties == "trec":
+        return start + docid_rank_in_group(run, rows)
+    if ties == "given":
+        return given_positions(run)[rows]
+    # optimistic / pessimistic: order the group's positive documents by grade
+    gid = ranked.group_id[sidx]
+    size = ranked.group_size[sidx]
+    key_grade = -grades if ties == "optimistic" else grades
+    order = np.lexsort((key_grade, gid))
+    g_sorted = gid[order]
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = g_sorted[1:] != g_sorted[:-1]
+    run_start = np.maximum.accumulate(np.where(first, np.arange(len(order)), 0))
+    rank_in_group = np.empty(len(order), dtype=np.int64)
+    rank_in_group[order] = np.arange(len(order)) - run_start
+    if ties == "optimistic":
+        return start + rank_in_group
+    group_index = np.unique(gid, return_inverse=True)[1]
+    count_in_group = np.bincount(group_index)[group_index]
+    return start + size - count_in_group + rank_in_group
+
+
+def compute_units(run: Run, qrels: Qrels, ties: str, rel_level: int = 1) -> Units:
+    """The units of ``run`` under policy ``ties`` (see module docstring)."""
+    rows, grades = _positive_rows(run, qrels, rel_level)
+    index = _qrels_index(qrels)
+    qmap = pd.Index(index.qids).get_indexer(run.qid_values).astype(np.int64)
+    qi = qmap[run.qid_codes[rows]] if len(rows) else np.zeros(0, np.int64)
+    is_rel = (grades >= rel_level).astype(np.int64)
+    gain = np.maximum(grades, 0).astype(np.float64)
+    if ties == "expected":
+        ranked = run.ranked
+        sidx = ranked.inverse[rows]
+        gid = ranked.group_id[sidx]
+        uniq, inv = np.unique(gid, return_inverse=True)
+        first_idx = ranked.group_first[uniq]
+        u_qi = np.zeros(len(uniq), np.int64)
+        u_qi[inv] = qi
+        start = ranked.pos[first_idx]
+        size = ranked.group_size[first_idx]
+        n_rel = np.bincount(inv, weights=is_rel, minlength=len(uniq)).astype(np.int64)
+        g = np.bincount(inv, weights=gain, minlength=len(uniq))
+        qi_u = u_qi
+    else:
+        start = _policy_positions(run, rows, grades, ties).astype(np.int64)
+        size = np.ones(len(rows), np.int64)
+        n_rel, g, qi_u = is_rel, gain, qi
+    order = np.lexsort((start, qi_u))
+    qi_u, start, size, n_rel, g = qi_u[order], start[order], size[order], n_rel[order], g[order]
+    csum = np.cumsum(n_rel)
+    first_of_q = np.ones(len(qi_u), dtype=bool)
+    first_of_q[1:] = qi_u[1:] != qi_u[:-1]
+    base = np.maximum.accumulate(np.where(first_of_q, csum - n_rel, 0)) if len(qi_u) else csum
+    before = csum - n_rel - base
+    return Units(qi_u, start, size, n_rel, g, before)
+
+
+# ---------------------------------------------------------------------------------------
+# Closed forms over units
+# ---------------------------------------------------------------------------------------
+def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
+
+
+def _slots_in_cutoff(units: Units, k: int | np.ndarray | None) -> np.ndarray:
+    if k is None:
+        return units.size.copy()
+    return np.clip(np.asarray(k) - units.start, 0, units.size)
+
+
+def _expand(start: np.ndarray, m: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For unit u, offsets j = 0..m[u]-1: returns (unit index, j) flat arrays."""
+    unit = np.repeat(np.arange(len(m)), m)
+    offsets = np.arange(int(m.sum())) - np.repeat(np.cumsum(m) - m, m)
+    return unit, offsets
+
+
+def _relevant_in_top(units: Units, k: int | np.ndarray | None) -> np.ndarray:
+    m = _slots_in_cutoff(units, k)
+    return units.n_rel * m / units.size
+
+
+def _first_relevant(units: Units) -> np.ndarray:
+    """Index of each query's first unit holding a relevant document."""
+    rel = np.flatnonzero(units.n_rel > 0)
+    if len(rel) == 0:
+        return rel
+    q = units.qi[rel]
+    keep = np.ones(len(rel), dtype=bool)
+    keep[1:] = q[1:] != q[:-1]
+    return rel[keep]
+
+
+def _per_query(units: Units, values: np.ndarray, n_queries: int, idx: np.ndarray | None = None) -> np.ndarray:
+    qi = units.qi if idx is None else units.qi[idx]
+    return np.bincount(qi, weights=values, minlength=n_queries)[:n_queries]
+
+
+def _rr(units: Units, k: int | None, nq: int) -> np.ndarray:
+    f = _first_relevant(units)
+    s, n, r = units.start[f], units.size[f], units.n_rel[f]
+    limit = n - r + 1 if k is None else np.clip(np.minimum(n - r + 1, k - s), 0, None)
+    unit, off = _expand(s, limit)
+    x = off + 1.0
+    nn, rr = n[unit].astype(float), r[unit].astype(float)
+    log_p = _log_comb(nn - x, rr - 1.0) - _log_comb(nn, rr)
+    prob = np.where((n[unit] == 1) | (r[unit] == n[unit]), (x == 1).astype(float), np.exp(log_p))
+    contrib = prob / (s[unit] + x)
+    per_unit = np.bincount(unit, weights=contrib, minlength=len(f))
+    return np.bincount(units.qi[f], weights=per_unit, minlength=nq)[:nq]
+
+
+def _hits(units: Units, k: int, nq: int) -> np.ndarray:
+    f = _first_relevant(units)
+    s, n, r = units.start[f], units.size[f], units.n_rel[f]
+    m = np.clip(k - s, 0, n)
+    miss = np.zeros(len(f))
+    possible = m <= n - r
+    mm, nn, rr = m[possible].astype(float), n[possible].astype(float), r[possible].astype(float)
+    miss[possible] = np.exp(_log_comb(nn - rr, mm) - _log_comb(nn, mm))
+    miss[m == 0] = 1.0
+    return np.bincount(units.qi[f], weights=1.0 - miss, minlength=nq)[:nq]
+
+
+def _dcg(units: Units, k: int | None, nq: int) -> np.ndarray:
+    m = _slots_in_cutoff(units, k)
+    unit, off = _expand(units.start, m)
+    pos = units.start[unit] + off + 1.0
+    contrib = units.gain[unit] / units.size[unit] / np.log2(pos + 1.0)
+    return np.bincount(units.qi[unit], weights=contrib, minlength=nq)[:nq]
+
+
+def _ap_sum(units: Units, k: int | None, nq: int) -> np.ndarray:
+    sel = np.flatnonzero(units.n_rel > 0)
+    m = _slots_in_cutoff(units, k)[sel]
+    unit, off = _expand(units.start[sel], m)
+    u = sel[unit]
+    n, r = units.size[u].astype(float), units.n_rel[u].astype(float)
+    share = np.where(n > 1, (r - 1.0) / np.maximum(n - 1.0, 1.0), 0.0)
+    above = units.before[u] + 1.0 + off * share
+    contrib = (r / n) * above / (units.start[u] + off + 1.0)
+    return np.bincount(units.qi[u], weights=contrib, minlength=nq)[:nq]
+
+
+def _ideal_dcg(qrels: Qrels, k: int | None) -> np.ndarray:
+    index = _qrels_index(qrels)
+    gain = np.maximum(index.grade, 0).astype(float)
+    order = np.lexsort((-gain, index.grade_q))
+    q, g = index.grade_q[order], gain[order]
+    starts = np.zeros(len(index.qids) + 1, np.int64)
+    np.cumsum(np.bincount(q, minlength=len(index.qids)), out=starts[1:])
+    pos = np.arange(len(q)) - starts[q]
+    keep = (g > 0) & (True if k is None else pos < k)
+    return np.bincount(q[keep], weights=g[keep] / np.log2(pos[keep] + 2.0), minlength=len(index.qids))
+
+
+def _num_relevant(qrels: Qrels, rel_level: int) -> np.ndarray:
+    index = _qrels_index(qrels)
+    return np.bincount(index.grade_q, weights=(index.grade >= rel_level), minlength=len(index.qids))
+
+
+def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.divide(a, b, out=np.zeros_like(a, dtype=float), where=b > 0)
+
+
+def metric_values(metric: Metric, units: Units, qrels: Qrels, rel_level: int = 1) -> np.ndarray:
+    """Per-query values (qrels query order) of one metric from precomputed units."""
+    nq = len(_qrels_index(qrels).qids)
+    fam, k = metric.family, metric.k
+    if fam == "mrr":
+        return _rr(units, k, nq)
+    if fam == "hits":
+        return _hits(units, k, nq)
+    if fam in ("precision", "recall", "rprec"):
+        if fam == "rprec":
+            n_rel_q = _num_relevant(qrels, rel_level)
+            found = _per_query(units, _relevant_in_top(units, n_rel_q[units.qi]), nq)
+            return _safe_div(found, n_rel_q)
+        found = _per_query(units, _relevant_in_top(units, k), nq)
+        return found / k if fam == "precision" else _safe_div(found, _num_relevant(qrels, rel_level))
+    if fam == "ndcg":
+        return _safe_div(_dcg(units, k, nq), _ideal_dcg(qrels, k))
+    if fam == "map":
+        return _safe_div(_ap_sum(units, k, nq), _num_relevant(qrels, rel_level))
+    raise MetricError(f"unknown metric family {fam!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Public evaluation API
+# ---------------------------------------------------------------------------------------
+@dataclass
+class Evaluation:
+    """Result of `evaluate`: ``per_query`` (columns run, qid, <metric names>) and
+    ``aggregate`` (index run name, columns metric names: mean over the qrels' queries)."""
+
+    per_query: pd.DataFrame
+    aggregate: pd.DataFrame
+    metrics: list[Metric]
+    ties: str
+    rel_level: int
+    warnings: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        """``{"aggregate": {run: {metric: v}}, "per_query": {run: {qid: {metric: v}}}}``."""
+        names = [m.name for m in self.metrics]
+        agg = {run: {m: float(row[m]) for m in names} for run, row in self.aggregate.iterrows()}
+        per_query: dict[str, dict[str, dict[str, float]]] = {}
+        for run, frame in self.per_query.groupby("run", sort=False):
+            per_query[str(run)] = {
+                str(q): {m: float(v) for m, v in zip(names, vals)}
+                for q, vals in zip(frame["qid"], frame[names].to_numpy())
+            }
+        return {"aggregate": agg, "per_query": per_query}
+
+
+def coverage_warnings(run: Run, qrels: Qrels) -> list[str]:
+    """Counts of queries in the run but not the qrels, and in the qrels but not the run."""
+    run_q = set(run.qid_values)
+    qrel_q = set(qrels.qids)
+    out = []
+    extra = len(run_q - qrel_q)
+    missing = len(qrel_q - run_q)
+    if extra:
+        out.append(f"{run.name}: {extra} of {len(run_q)} queries are not in the qrels and are ignored")
+    if missing:
+        out.append(f"{run.name}: {missing} of {len(qrel_q)} qrels queries have no results and score 0")
+    return out
+
+
+def evaluate_run(
+    run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int = 1
+) -> pd.DataFrame:
+    """Per-query values (index = qrels query ids) of ``metrics`` for one run."""
+    cache: dict[str, Units] = {}
+    columns: dict[str, np.ndarray] = {}
+    for metric in metrics:
+        policy = metric.policy or ties
+        if policy not in cache:
+            cache[policy] = compute_units(run, qrels, policy, rel_level)
+        columns[metric.name] = metric_values(metric, cache[policy], qrels, rel_level)
+    return pd.DataFrame(columns, index=pd.Index(_qrels_index(qrels).qids, name="qid"))
+
+
+def evaluate(
+    runs: Run | Sequence[Run],
+    qrels: Qrels,
+    metrics: str | Iterable[str | Metric] = DEFAULT_METRICS,
+    ties: str = "expected",
+    rel_level: int = 1,
+    warn: bool = False,
+) -> Evaluation:
+    """Evaluate runs against qrels.
+
+    ``ties`` is the policy for metrics that do not force one: ``expected`` (exact mean over
+    all orderings of tied documents), ``optimistic``/``pessimistic`` (relevant first/last
+    within each tie group), ``trec`` (score desc, then docid desc) or ``given`` (the file's
+    rank column, else its row order). Aggregates are means over every qrels query.
+    """
+    check_policy(ties)
+    parsed = parse_metrics(metrics)
+    run_list = [runs] if isinstance(runs, Run) else list(runs)
+    names = [m.name for m in parsed]
+    frames, agg_rows, notes = [], {}, []
+    for run in run_list:
+        pq = evaluate_run(run, qrels, parsed, ties, rel_level)
+        notes.extend(coverage_warnings(run, qrels))
+        agg_rows[run.name] = pq[names].mean(axis=0)
+        frame = pq.reset_index()
+        frame.insert(0, "run", run.name)
+        frames.append(frame)
+    per_query = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "qid", *names])
+    aggregate = pd.DataFrame.from_dict(agg_rows, orient="index", columns=names)
+    aggregate.index.name = "run"
+    if warn:
+        for note in notes:
+            warnings.warn(note, DataWarning, stacklevel=2)
+    return Evaluation(per_query, aggregate, parsed, ties, rel_level, notes)
+
+
+def evaluate_policies(
+    runs: Run | Sequence[Run],
+    qrels: Qrels,
+    metrics: str | Iterable[str | Metric],
+    policies: Sequence[str] = ("trec", "expected", "pessimistic", "optimistic"),
+    rel_level: int = 1,
+) -> pd.DataFrame:
+    """Aggregate table in long form: columns run, metric, and one column per policy."""
+    parsed = [m for m in parse_metrics(metrics)]
+    plain = [Metric(m.family, m.k) for m in parsed]
+    out = []
+    for policy in policies:
+        ev = evaluate(runs, qrels, plain, ties=check_policy(policy), rel_level=rel_level)
+        long = ev.aggregate.reset_index().melt(id_vars="run", var_name="metric", value_name=policy)
+        out.append(long.set_index(["run", "metric"]))
+    return pd.concat(out, axis=1).reset_index()
