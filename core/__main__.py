@@ -14,19 +14,22 @@ from core.cli import SUBCOMMANDS, fail
 from core.errors import RankLensError
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported (fast start, isolated failures)."""
     parser = argparse.ArgumentParser(prog="python -m core", description="RankLens command line.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(name, help=summary, description=summary)
         sub_parser.set_defaults(_module=module_name)
-        module = importlib.import_module(module_name)
-        module.add_arguments(sub_parser)
+        if name == command:
+            importlib.import_module(module_name).add_arguments(sub_parser)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
     module = importlib.import_module(args._module)
     try:

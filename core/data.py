@@ -551,7 +551,7 @@ class Votes:
             w_np = np.where(np.isnan(w_np) & ~pc.is_valid(w).to_numpy(zero_copy_only=False), 1.0, w_np)
             row = _first_true(~np.isfinite(w_np) | (w_np < 0))
             if row is not None:
-                raise VoteRowError(f"weight {w_np[row]!r} is not a non-negative finite number",
+                raise VoteRowError(f"weight {float(w_np[row])!r} is not a non-negative finite number",
                                    row=row, file=source, expected="a non-negative number")
             cols["weight"] = pa.array(w_np, pa.float64())
         return cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))

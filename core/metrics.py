@@ -489,3 +489,23 @@ def evaluate_policies(
         long = ev.aggregate.reset_index().melt(id_vars="run", var_name="metric", value_name=policy)
         out.append(long.set_index(["run", "metric"]))
     return pd.concat(out, axis=1).reset_index()
+
+
+def tie_gap_table(runs: Sequence[Run], qrels: Qrels, metric: str = "mrr", rel_level: int = 1) -> pd.DataFrame:
+    """Per (run, query): the query's tie ratio and ``metric`` under ``trec`` and
+    ``expected`` with their absolute gap — the data of the "where ties bite" plot."""
+    from core.ties import tie_statistics
+
+    m = Metric(parse_metric(metric).family, parse_metric(metric).k)
+    frames = []
+    for run in runs:
+        trad = evaluate_run(run, qrels, [m], "trec", rel_level)[m.name]
+        expct = evaluate_run(run, qrels, [m], "expected", rel_level)[m.name]
+        ratio = tie_statistics(run)["per_query"].set_index("qid")["tie_ratio"]  # type: ignore[index]
+        frame = pd.DataFrame({"qid": trad.index, "traditional": trad.to_numpy(), "expected": expct.to_numpy()})
+        frame["tie_ratio"] = frame["qid"].map(ratio).fillna(0.0).to_numpy()
+        frame["gap"] = (frame["traditional"] - frame["expected"]).abs()
+        frame.insert(0, "run", run.name)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["run", "qid", "traditional", "expected", "tie_ratio", "gap"])

@@ -1,6 +1,7 @@
 """Readers and writers for every RankLens data family (see `core.io.runs`, ...)."""
 
 from core.io._common import sniff_format
+from core.io.votes import read_votes  # noqa: F401  (Bradley-Terry votes)
 from core.io.runs import (
     collapse_chunks,
     read_answers,

@@ -1,0 +1,22 @@
+"""RankLens dashboard: page config, navigation and the shared sidebar (`make run`)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from pages.common import ui
+
+st.set_page_config(page_title="RankLens", page_icon=":material/leaderboard:", layout="wide",
+                   initial_sidebar_state="expanded")
+
+# url_path values differ from the file stems on purpose (see STREAMLIT.md: deep links on a
+# fresh server would otherwise run a page without this frame).
+PAGES = [
+    st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="overview", default=True),
+    st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="datasets"),
+    st.Page("pages/metrics.py", title="Metrics", icon=":material/analytics:", url_path="evaluate"),
+]
+
+navigation = st.navigation(PAGES, position="sidebar", expanded=True)
+ui.sidebar()
+navigation.run()

@@ -1,0 +1,219 @@
+"""Read pairwise votes from CSV, JSONL (or a JSON array) and Parquet into `core.data.Votes`.
+
+Columns: ``model_a, model_b, winner`` and optionally ``judge, category, timestamp, weight``
+(see `Votes`). The format comes from ``fmt``, else the file extension, else the content
+(``PAR1`` magic -> Parquet, a leading ``{`` or ``[`` -> JSON lines / array, else CSV).
+Every error is a `DataError` naming the file and the 1-based line: for CSV the header is
+line 1 and the first vote line 2; for JSONL the line holding the object; Parquet has no
+lines, so its errors name the 1-based row instead.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.json as pajson
+import pyarrow.parquet as pq
+
+from core.io._common import load_bytes
+from core.data import VOTE_OPTIONAL, Votes, VoteRowError
+from core.errors import DataError
+
+EXPECTED = "columns model_a, model_b, winner[, judge, category, timestamp, weight]"
+_EXT = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
+        ".parquet": "parquet", ".pq": "parquet"}
+_STRING_COLS = ("model_a", "model_b", "winner", "judge", "category")
+
+
+def _load(data: bytes | str | os.PathLike, filename: str | None) -> tuple[bytes, str]:
+    """Bytes and display name; a ``str`` holding a newline is the text itself, else a path."""
+    if isinstance(data, str) and "\n" in data:
+        return data.encode("utf-8"), filename or "<votes>"
+    raw, name = load_bytes(data, filename)
+    return raw, ("<votes>" if name == "<upload>" else name)
+
+
+def _sniff(raw: bytes, filename: str | None) -> str:
+    if filename:
+        ext = Path(filename).suffix.lower()
+        if ext in _EXT:
+            return _EXT[ext]
+    if raw[:4] == b"PAR1":
+        return "parquet"
+    head = raw.lstrip()[:1]
+    if head in (b"{", b"["):
+        return "jsonl"
+    return "csv"
+
+
+def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, fmt: str | None = None) -> Votes:
+    """Parse votes (bytes, a path, or text containing newlines) into a validated `Votes`."""
+    raw, name = _load(data, filename)
+    fmt = (fmt or _sniff(raw, filename or (None if name == "<votes>" else name))).lower()
+    label = Path(name).name if name != "<votes>" else name
+    if fmt in ("csv", "tsv"):
+        table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",")
+    elif fmt in ("jsonl", "json", "ndjson"):
+        table, lines = _read_jsonl(raw, name)
+    elif fmt == "parquet":
+        table, lines = _read_parquet(raw, name), None
+    else:
+        raise DataError(f"unknown votes format {fmt!r}", file=name, expected="csv, jsonl or parquet")
+    if table.num_rows == 0:
+        raise DataError("no votes in the file", file=name, line=1 if lines is not None else None,
+                        expected="at least one vote")
+    try:
+        return Votes.from_table(table, label, source=name)
+    except VoteRowError as exc:
+        if lines is None:
+            raise DataError(f"row {exc.row + 1}: {exc.message}", file=name, expected=exc.expected) from None
+        raise DataError(exc.message, file=name, line=int(lines(exc.row)), expected=exc.expected) from None
+    except DataError as exc:
+        if exc.file is None or exc.line is None:
+            raise DataError(exc.message, file=name, line=1 if fmt in ("csv", "tsv") else None,
+                            expected=exc.expected) from None
+        raise
+
+
+# ---- CSV -----------------------------------------------------------------------------------
+def _read_csv(raw: bytes, name: str, delimiter: str):
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    if not raw.strip():
+        raise DataError("the file is empty", file=name, line=1, expected=EXPECTED)
+    header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r")
+    names = [c.strip() for c in next(csv.reader([header], delimiter=delimiter))]
+    missing = [c for c in ("model_a", "model_b", "winner") if c not in names]
+    if missing:
+        raise DataError(f"missing column(s) {', '.join(missing)} in the header", file=name, line=1, expected=EXPECTED)
+    types = {c: pa.string() for c in names if c in _STRING_COLS or c == "timestamp"}
+    try:
+        table = pacsv.read_csv(
+            io.BytesIO(raw),
+            read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
+            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False,
+                                                 include_columns=[c for c in names if c in
+                                                                  ("model_a", "model_b", "winner", *VOTE_OPTIONAL)]),
+        )
+    except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
+        raise _csv_error(raw, name, delimiter, len(names), exc) from None
+    # data row r (0-based) sits on line r + 2 unless blank lines were skipped
+    if b"\n\n" in raw or b"\n\r\n" in raw:
+        offsets = _nonblank_lines(raw)[1:]
+        return table, lambda r: offsets[r]
+    return table, lambda r: r + 2
+
+
+def _nonblank_lines(raw: bytes) -> np.ndarray:
+    text = raw.split(b"\n")
+    return np.array([k + 1 for k, ln in enumerate(text) if ln.strip()], dtype=np.int64)
+
+
+def _csv_error(raw: bytes, name: str, delimiter: str, n_cols: int, exc: Exception) -> DataError:
+    """Re-read with the csv module to find the offending line for a pyarrow parse error."""
+    text = raw.decode("utf-8", "replace")
+    reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    try:
+        for row in reader:
+            if reader.line_num == 1 or not row:
+                continue
+            if len(row) != n_cols:
+                return DataError(f"expected {n_cols} fields, found {len(row)}", file=name,
+                                 line=reader.line_num, expected=EXPECTED)
+    except csv.Error as err:
+        return DataError(f"malformed CSV ({err})", file=name, line=reader.line_num, expected=EXPECTED)
+    if isinstance(exc, UnicodeDecodeError):
+        return DataError("the file is not UTF-8 text", file=name, expected="UTF-8 CSV")
+    first = str(exc).splitlines()[0]
+    return DataError(f"malformed CSV ({first})", file=name, expected=EXPECTED)
+
+
+# ---- JSON lines ----------------------------------------------------------------------------
+def _read_jsonl(raw: bytes, name: str):
+    stripped = raw.lstrip()
+    if stripped[:1] == b"[":
+        try:
+            rows = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON ({exc.msg})", file=name, line=exc.lineno, expected="a JSON array of votes") from None
+        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+            raise DataError("a JSON array must hold one object per vote", file=name, line=1, expected="[{...}, ...]")
+        return _rows_table(rows, name, None), None
+    lines = raw.split(b"\n")
+    nonblank = [k for k, ln in enumerate(lines) if ln.strip()]
+    try:
+        table = pajson.read_json(io.BytesIO(raw), read_options=pajson.ReadOptions(block_size=1 << 24))
+        if any(c not in table.column_names for c in ("model_a", "model_b", "winner")):
+            raise pa.ArrowInvalid("missing columns")
+        line_of = np.array(nonblank, dtype=np.int64) + 1
+        table = _stringify(table)
+        return table, lambda r: line_of[r]
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+        pass
+    rows, line_no = [], []
+    for k in nonblank:
+        try:
+            obj = json.loads(lines[k])
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON ({exc.msg})", file=name, line=k + 1, expected="one JSON object per line") from None
+        if not isinstance(obj, dict):
+            raise DataError("a line must hold one JSON object", file=name, line=k + 1, expected="{...}")
+        rows.append(obj)
+        line_no.append(k + 1)
+    line_of = np.array(line_no, dtype=np.int64)
+    return _rows_table(rows, name, line_of), (lambda r: line_of[r])
+
+
+def _rows_table(rows: list[dict], name: str, line_of: np.ndarray | None) -> pa.Table:
+    for col in ("model_a", "model_b", "winner"):
+        for r, obj in enumerate(rows):
+            if col not in obj:
+                raise DataError(f"missing key {col!r}", file=name,
+                                line=int(line_of[r]) if line_of is not None else None, expected=EXPECTED)
+    cols = {}
+    for col in ("model_a", "model_b", "winner", *VOTE_OPTIONAL):
+        if any(col in obj for obj in rows):
+            vals = [obj.get(col) for obj in rows]
+            if col in _STRING_COLS:
+                vals = [None if v is None else str(v) for v in vals]
+                cols[col] = pa.array(vals, pa.string())
+            else:
+                try:
+                    cols[col] = pa.array(vals)
+                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                    cols[col] = pa.array([None if v is None else str(v) for v in vals], pa.string())
+    return pa.table(cols)
+
+
+def _stringify(table: pa.Table) -> pa.Table:
+    """Model/winner/judge/category columns as strings (JSON may give numbers)."""
+    keep = [c for c in table.column_names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)]
+    table = table.select(keep)
+    for c in _STRING_COLS:
+        if c in table.column_names and not pa.types.is_string(table[c].type):
+            try:
+                table = table.set_column(table.column_names.index(c), c, table[c].cast(pa.string()))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                raise pa.ArrowInvalid("non-scalar value") from None
+    return table
+
+
+# ---- Parquet -------------------------------------------------------------------------------
+def _read_parquet(raw: bytes, name: str) -> pa.Table:
+    try:
+        table = pq.read_table(io.BytesIO(raw))
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise DataError(f"not a readable Parquet file ({str(exc).splitlines()[0]})", file=name,
+                        expected="a Parquet file") from None
+    missing = [c for c in ("model_a", "model_b", "winner") if c not in table.column_names]
+    if missing:
+        raise DataError(f"missing column(s) {', '.join(missing)}", file=name, expected=EXPECTED)
+    return table.select([c for c in table.column_names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)])

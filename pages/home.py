@@ -1,0 +1,52 @@
+"""Home: what RankLens does, why ties matter, what is loaded."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from core.metrics import evaluate_policies
+from pages.common import ui
+
+ws = ui.workspace()
+
+st.title("RankLens")
+st.markdown(
+    "**Trustworthy numbers and pictures for rankings.** Upload TREC runs and qrels (or use the demo data "
+    "already loaded) and see the classic metrics — MRR, Hits@K, Recall, Precision, nDCG, MAP — next to their "
+    "exact **tie-aware** versions, with the range that ties allow."
+)
+
+left, right = st.columns([3, 2], gap="large")
+with left:
+    st.subheader("Why ties matter")
+    st.markdown(
+        "LLM rerankers and graders often give several documents **the same score**. A traditional metric then "
+        "depends on an arbitrary tie-break — trec_eval, for instance, orders tied documents by docid — so two "
+        "evaluations of the same output can disagree. RankLens reports:\n"
+        "- **traditional** (trec_eval's order: score, then docid descending),\n"
+        "- **tie-aware** (*expected*): the exact mean over every ordering of the tied documents — G-RAG's "
+        "MTRR and TMHits@K, and the same idea for nDCG, MAP, Precision and Recall, computed in closed form,\n"
+        "- the **pessimistic / optimistic** range: relevant documents last / first inside every tie group."
+    )
+    qrels = ui.active_qrels()
+    runs = ui.active_runs()
+    if qrels is not None and runs:
+        table = evaluate_policies(runs, qrels, ["mrr@10"])
+        table = table.rename(columns={"trec": "traditional MRR@10", "expected": "MTRR@10 (tie-aware)",
+                                      "pessimistic": "worst case", "optimistic": "best case"})
+        st.caption(f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere "
+                   "in the tie range.")
+        st.table(table.drop(columns="metric").set_index("run").style.format("{:.4f}"))
+with right:
+    st.subheader("Loaded datasets")
+    summary = pd.DataFrame(ws.summary())
+    if summary.empty:
+        st.info("No datasets yet.")
+    else:
+        st.dataframe(summary, hide_index=True, width="stretch")
+    st.subheader("Start here")
+    st.page_link("pages/data.py", label="Data: upload runs, qrels, answers or chunk maps", icon=":material/upload:")
+    st.page_link("pages/metrics.py", label="Metrics: traditional vs tie-aware", icon=":material/analytics:")
+    st.caption("Command line: `python -m core evaluate --run R --qrels Q --metrics mrr@10,mtrr@10,ndcg@10 "
+               "--ties expected`.")
