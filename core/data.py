@@ -202,7 +202,7 @@ class Run:
         if not finite.all():
             row = int(np.flatnonzero(~finite)[0])
             raise DataError(
-                f"score {score[row]!r} is not a finite number",
+                f"score {float(score[row])!r} is not a finite number",
                 file=self.source,
                 expected="a finite numeric score",
                 rows=(row,),

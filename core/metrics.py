@@ -481,12 +481,14 @@ def evaluate_policies(
     rel_level: int = 1,
 ) -> pd.DataFrame:
     """Aggregate table in long form: columns run, metric, and one column per policy."""
-    parsed = [m for m in parse_metrics(metrics)]
-    plain = [Metric(m.family, m.k) for m in parsed]
+    parsed = parse_metrics(metrics)
+    plain = list(dict.fromkeys(Metric(m.family, m.k) for m in parsed))
     out = []
     for policy in policies:
         ev = evaluate(runs, qrels, plain, ties=check_policy(policy), rel_level=rel_level)
-        long = ev.aggregate.reset_index().melt(id_vars="run", var_name="metric", value_name=policy)
+        # aliases (mtrr@k, tmhits@k) report the plain metric under each policy, under their own name
+        agg = pd.DataFrame({m.name: ev.aggregate[Metric(m.family, m.k).name] for m in parsed}, index=ev.aggregate.index)
+        long = agg.reset_index().melt(id_vars="run", var_name="metric", value_name=policy)
         out.append(long.set_index(["run", "metric"]))
     return pd.concat(out, axis=1).reset_index()
 

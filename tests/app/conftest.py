@@ -1,0 +1,35 @@
+"""AppTest fixtures: a fresh app per test, caches cleared between tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+APP = str(Path(__file__).resolve().parents[2] / "app.py")
+
+
+@pytest.fixture(autouse=True)
+def _clear_streamlit_caches():
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield
+
+
+@pytest.fixture
+def app() -> AppTest:
+    """The real app (app.py with st.navigation), already run once on the Home page."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def open_page(at: AppTest, page: str) -> AppTest:
+    """Switch to ``pages/<page>.py`` and run; fail on any exception element."""
+    at.switch_page(f"pages/{page}.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at

@@ -1,0 +1,85 @@
+"""CLI: python -m core evaluate / demo."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> dict[str, Path]:
+    run = tmp_path / "run.trec"
+    run.write_text("q1 Q0 a 1 2.0 sysA\nq1 Q0 b 2 2.0 sysA\nq1 Q0 c 3 1.0 sysA\n"
+                   "q2 Q0 x 1 5.0 sysA\nq2 Q0 y 2 4.0 sysA\n")
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_text("q1 0 a 1\nq1 0 c 2\nq2 0 y 1\nq3 0 z 1\n")
+    return {"run": run, "qrels": qrels}
+
+
+def test_evaluate_json_shape_and_values(files):
+    out = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]),
+              "--metrics", "mrr@10,mtrr@10,ndcg@10", "--ties", "trec", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert set(payload) == {"aggregate", "per_query"}
+    assert set(payload["per_query"]["sysA"]) == {"q1", "q2", "q3"}
+    q1 = payload["per_query"]["sysA"]["q1"]
+    assert q1["mrr@10"] == pytest.approx(0.5)  # trec order puts b (docid desc) before a
+    assert q1["mtrr@10"] == pytest.approx(0.75)  # expectation over the a/b tie
+    assert payload["per_query"]["sysA"]["q3"]["mrr@10"] == 0.0
+    assert payload["aggregate"]["sysA"]["mrr@10"] == pytest.approx((0.5 + 0.5 + 0) / 3)
+    assert "1 of 3 qrels queries have no results" in out.stderr
+
+
+def test_evaluate_table_and_csv(files):
+    table = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--metrics", "map")
+    assert table.returncode == 0 and "sysA" in table.stdout
+    csv = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--metrics", "map",
+              "--format", "csv", "--per-query")
+    assert csv.stdout.splitlines()[0] == "run,qid,map"
+
+
+@pytest.mark.parametrize("content, message", [
+    ("q1 Q0 a 1 0.5 t\nq1 Q0 b 1\n", "run.trec, line 2: found 4 column(s)"),
+    ("q1 Q0 a 1 nan t\n", "run.trec, line 1: score nan is not a finite number"),
+    ("q1 Q0 a 1 0.5 t\n\nq1 Q0 a 2 0.4 t\n", "run.trec, lines 1 and 3: docid 'a' appears twice"),
+    ("", "run.trec: the file is empty"),
+])
+def test_evaluate_bad_run_one_line_exit_2(tmp_path, files, content, message):
+    bad = tmp_path / "run.trec"
+    bad.write_text(content)
+    out = cli("evaluate", "--run", str(bad), "--qrels", str(files["qrels"]))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    assert message in out.stderr
+
+
+def test_evaluate_bad_qrels_and_metric(tmp_path, files):
+    bad = tmp_path / "q.txt"
+    bad.write_text("q1 0 a 1\nq1 0 b 1.5\n")
+    out = cli("evaluate", "--run", str(files["run"]), "--qrels", str(bad))
+    assert out.returncode == 2 and "q.txt, line 2: relevance '1.5' is not an integer" in out.stderr
+    out = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--metrics", "foo@3")
+    assert out.returncode == 2 and "unknown metric 'foo@3'" in out.stderr
+    out = cli("evaluate", "--run", str(tmp_path / "missing.trec"), "--qrels", str(files["qrels"]))
+    assert out.returncode == 2 and "missing.trec" in out.stderr
+
+
+def test_demo_writes_evaluable_files(tmp_path):
+    out = cli("demo", str(tmp_path), "--family", "evaluation")
+    assert out.returncode == 0, out.stderr
+    runs = sorted(tmp_path.glob("*.trec"))
+    qrels = next(tmp_path.glob("*.qrels"))
+    assert len(runs) == 4
+    res = cli("evaluate", "--run", str(runs[0]), "--qrels", str(qrels), "--format", "json", "--ties", "expected")
+    assert res.returncode == 0, res.stderr
