@@ -1,0 +1,311 @@
+"""Bradley-Terry core: agreement with independent fits, invariances, intervals, diagnostics."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.optimize import minimize
+from scipy.special import expit, ndtri
+
+from core import bt
+from core.data import Votes
+from core.demo.arena import demo_votes, simulate_votes, true_ratings, true_strengths
+from core.errors import DataError
+
+FACTOR = 400.0 / math.log(10.0)
+
+
+def _votes(rows, **kw) -> Votes:
+    frame = pd.DataFrame(rows, columns=["model_a", "model_b", "winner"])
+    return Votes.from_frame(frame, **kw)
+
+
+def _random_votes(seed: int, m: int = 8, n: int = 3000, tie_rate: float = 0.3) -> Votes:
+    return simulate_votes(true_strengths(m, seed=seed), n, seed=seed, tie_rate=tie_rate, extras=False)
+
+
+def _scipy_reference(votes: Votes) -> pd.Series:
+    """Independent fit: plain per-vote likelihood (tie = half), BFGS to tight tolerance,
+    ratings 400 * s / ln 10 + 1000 with the sum-zero gauge."""
+    frame = votes.to_frame()
+    models = sorted(set(frame.model_a) | set(frame.model_b))
+    pos = {name: k for k, name in enumerate(models)}
+    a = frame.model_a.map(pos).to_numpy()
+    b = frame.model_b.map(pos).to_numpy()
+    y = frame.winner.map({"model_a": 1.0, "model_b": 0.0, "tie": 0.5, "tie (bothbad)": 0.5}).to_numpy()
+
+    def nll(free):
+        s = np.append(free, -free.sum())
+        d = s[a] - s[b]
+        p = expit(d)
+        loss = -(y * np.log(p) + (1 - y) * np.log1p(-p)).sum()
+        g_vote = p - y
+        g = np.bincount(a, g_vote, len(models)) - np.bincount(b, g_vote, len(models))
+        return loss, g[:-1] - g[-1]
+
+    res = minimize(nll, np.zeros(len(models) - 1), jac=True, method="BFGS", options={"gtol": 1e-10, "maxiter": 1000})
+    s = np.append(res.x, -res.x.sum())
+    return pd.Series(FACTOR * s + 1000.0, index=models)
+
+
+def _fastchat_style(votes: Votes) -> pd.Series:
+    """FastChat's published compute_bt recipe (re-implemented from its description): unique
+    (a, b, outcome) rows with counts, L-BFGS-B from zero, gtol 1e-6, maxiter 100, alpha = ln 10,
+    ratings = 400 * params + 1000."""
+    frame = votes.to_frame()
+    codes, models = pd.factorize(pd.concat([frame.model_a, frame.model_b]))
+    n = len(frame)
+    outcome = frame.winner.map({"model_a": 2, "model_b": 0}).fillna(1).astype(int).to_numpy()
+    sched = np.column_stack([codes[:n], codes[n:], outcome])
+    uniq, counts = np.unique(sched, axis=0, return_counts=True)
+    ab, y, w = uniq[:, :2], uniq[:, 2] / 2.0, counts.astype(float)
+    alpha = math.log(10.0)
+
+    def f(r):
+        lg = alpha * (r[ab[:, 0]] - r[ab[:, 1]])
+        p = expit(lg)
+        loss = -((np.log(p) * y + np.log1p(-p) * (1 - y)) * w).sum()
+        gr = -alpha * (y - p) * w
+        g = np.bincount(ab[:, 0], gr, len(models)) - np.bincount(ab[:, 1], gr, len(models))
+        return loss, g
+
+    res = minimize(f, np.zeros(len(models)), jac=True, method="L-BFGS-B", options={"maxiter": 100, "gtol": 1e-6})
+    return pd.Series(400.0 * res.x + 1000.0, index=list(models))
+
+
+# ---- point estimates ---------------------------------------------------------------------
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_agrees_with_independent_scipy_fit(seed):
+    votes = _random_votes(seed)
+    lb = bt.leaderboard(votes, intervals="none")
+    ref = _scipy_reference(votes)
+    ours = lb.ratings.reindex(ref.index)
+    assert np.abs(ours - ref).max() < 1e-3
+    assert lb.info["grad_norm"] <= 1e-9
+
+
+def test_agrees_with_fastchat_recipe_to_a_tenth_of_a_point():
+    votes = demo_votes()
+    ours = bt.leaderboard(votes, intervals="none").ratings
+    ref = _fastchat_style(votes)
+    assert np.abs(ours.reindex(ref.index) - ref).max() < 0.1
+
+
+@pytest.mark.parametrize("seed", [3, 4])
+def test_agrees_with_choix_without_ties(seed):
+    choix = pytest.importorskip("choix")
+    votes = _random_votes(seed, m=6, n=2000, tie_rate=0.0)
+    frame = votes.to_frame()
+    models = sorted(set(frame.model_a) | set(frame.model_b))
+    pos = {name: k for k, name in enumerate(models)}
+    data = [
+        (pos[r.model_a], pos[r.model_b]) if r.winner == "model_a" else (pos[r.model_b], pos[r.model_a])
+        for r in frame.itertuples()
+    ]
+    params = choix.opt_pairwise(len(models), data, alpha=0.0, method="Newton-CG", tol=1e-10)
+    params = params - params.mean()
+    ref = pd.Series(FACTOR * params + 1000.0, index=models)
+    ours = bt.leaderboard(votes, intervals="none").ratings.reindex(models)
+    assert np.abs(ours - ref).max() < 1e-2
+
+
+def test_invariant_to_vote_order_and_side_swap():
+    votes = _random_votes(5)
+    base = bt.leaderboard(votes, intervals="sandwich").table.set_index("model")
+    frame = votes.to_frame()
+    shuffled = Votes.from_frame(frame.sample(frac=1.0, random_state=1))
+    flip = {"model_a": "model_b", "model_b": "model_a", "tie": "tie", "tie (bothbad)": "tie (bothbad)"}
+    swapped = Votes.from_frame(pd.DataFrame({"model_a": frame.model_b, "model_b": frame.model_a,
+                                             "winner": frame.winner.map(flip)}))
+    for other in (shuffled, swapped):
+        t = bt.leaderboard(other, intervals="sandwich").table.set_index("model").loc[base.index]
+        np.testing.assert_allclose(t.rating, base.rating, atol=1e-8)
+        np.testing.assert_allclose(t.ci_low, base.ci_low, atol=1e-8)
+        assert (t[["wins", "ties", "losses", "votes"]] == base[["wins", "ties", "losses", "votes"]]).all().all()
+
+
+def test_winner_given_as_model_name_and_scaling_options():
+    rows = [("a", "b", "a"), ("a", "b", "b"), ("b", "c", "c"), ("a", "c", "tie"), ("c", "a", "model_a"),
+            ("b", "a", "tie (bothbad)"), ("c", "b", "model_b"), ("a", "b", "model_a")]
+    v = _votes(rows)
+    assert v.to_frame().winner.tolist()[:3] == ["model_a", "model_b", "model_b"]
+    lb = bt.leaderboard(v, intervals="none")
+    lb2 = bt.leaderboard(v, intervals="none", anchor="b", anchor_rating=1114.0)
+    assert lb2.ratings["b"] == pytest.approx(1114.0)
+    diff = (lb.ratings - lb2.ratings).to_numpy()
+    assert np.ptp(diff) < 1e-9  # anchoring is a shift
+    assert lb.ratings.mean() == pytest.approx(1000.0)
+    with pytest.raises(DataError, match="anchor"):
+        bt.leaderboard(v, anchor="zzz")
+
+
+# ---- intervals ---------------------------------------------------------------------------
+def test_true_ratings_covered_at_nominal_rate():
+    hits, total = 0, 0
+    for seed in range(12):
+        s = true_strengths(10, seed=100 + seed)
+        votes = simulate_votes(s, 4000, seed=200 + seed, extras=False)
+        truth = pd.Series(votes.meta["true_ratings"])
+        for method in ("sandwich", "bootstrap"):
+            t = bt.leaderboard(votes, intervals=method, bootstrap_rounds=300, seed=seed).table.set_index("model")
+            inside = (t.ci_low <= truth[t.index]) & (truth[t.index] <= t.ci_high)
+            hits += int(inside.sum())
+            total += len(t)
+    rate = hits / total
+    assert 0.89 <= rate <= 0.99, rate
+
+
+def test_sandwich_widths_match_bootstrap_within_5_percent():
+    votes = demo_votes()
+    sw = bt.leaderboard(votes, intervals="sandwich").table.set_index("model")
+    bs = bt.leaderboard(votes, intervals="bootstrap", bootstrap_rounds=2000, seed=3).table.set_index("model")
+    ratio = (sw.ci_high - sw.ci_low) / (bs.ci_high - bs.ci_low).loc[sw.index]
+    assert abs(ratio.mean() - 1) < 0.05
+    assert (ratio - 1).abs().median() < 0.05
+    # the plain inverse-Fisher interval is wider with half-win ties
+    agg = bt.aggregate(votes)
+    f = bt.fit(agg)
+    gauge = bt._gauge(f.components, len(f.s))
+    fisher = np.sqrt(np.diag(np.linalg.inv(f.hessian + gauge) - gauge)) * FACTOR * 2 * ndtri(0.975)
+    sandwich_w = (sw.ci_high - sw.ci_low).loc[agg.models].to_numpy()
+    assert (fisher / sandwich_w).mean() > 1.03
+
+
+def test_bootstrap_is_seeded_converged_and_anchored():
+    votes = _random_votes(7, m=12, n=5000)
+    a = bt.leaderboard(votes, intervals="bootstrap", bootstrap_rounds=200, seed=1, anchor="model-003")
+    b = bt.leaderboard(votes, intervals="bootstrap", bootstrap_rounds=200, seed=1, anchor="model-003")
+    pd.testing.assert_frame_equal(a.table, b.table)
+    assert a.samples.shape == (200, 12)
+    assert np.allclose(a.samples["model-003"], a.ratings["model-003"])
+    agg = bt.aggregate(votes)
+    f = bt.fit(agg)
+    res = bt.bootstrap(agg, f, 50, seed=2)
+    assert res.rounds_not_converged == 0
+    # each round is a full fit: compare one round against a fresh fit of its resampled counts
+    rng = np.random.default_rng(2)
+    flat = agg.counts.reshape(-1)
+    cells = np.flatnonzero(flat > 0)
+    draw = rng.multinomial(agg.n_votes, flat[cells] / flat[cells].sum(), size=50)[0]
+    counts = np.zeros(flat.size)
+    counts[cells] = draw
+    agg1 = bt.Aggregated(agg.models, agg.pairs, counts.reshape(-1, 3), counts.reshape(-1, 3),
+                         counts.reshape(-1, 3), agg.n_votes)
+    f1 = bt.fit(agg1, comp=f.components)
+    np.testing.assert_allclose(res.samples[0], f1.s, atol=1e-7)
+
+
+def test_rank_upper_bound_rule():
+    r = np.array([1200.0, 1150.0, 1100.0, 1000.0])
+    lo = np.array([1180.0, 1090.0, 1090.0, 950.0])
+    hi = np.array([1220.0, 1210.0, 1110.0, 1050.0])
+    rank, ub = bt.rank_with_ub(r, lo, hi, np.zeros(4, int))
+    assert rank.tolist() == [1, 2, 3, 4]
+    assert ub.tolist() == [1, 1, 2, 4]
+
+
+# ---- options -----------------------------------------------------------------------------
+def test_davidson_l2_decay_and_min_votes():
+    votes = demo_votes()
+    half = bt.leaderboard(votes, intervals="none").ratings
+    dav = bt.leaderboard(votes, ties="davidson", intervals="sandwich")
+    assert dav.info["ties"] == "davidson" and 0 < dav.info["davidson_nu"] < 5
+    assert np.corrcoef(half, dav.ratings.reindex(half.index))[0, 1] > 0.99
+    assert dav.table.ci_low.lt(dav.table.rating).all()
+    ridge = bt.leaderboard(votes, l2=50.0, intervals="none").ratings.reindex(half.index)
+    assert np.ptp(ridge) < np.ptp(half)  # shrinks towards the mean
+    decayed = bt.leaderboard(votes, half_life_days=20, intervals="sandwich")
+    assert decayed.info["grad_norm"] <= 1e-9 and len(decayed.table) == 20
+    few = bt.leaderboard(votes, min_votes=3000, intervals="none")
+    assert len(few.table) < 20 and any(d.code == "min_votes" for d in few.diagnostics)
+    assert few.table["rank"].min() == 1
+
+
+def test_davidson_bootstrap_runs():
+    votes = _random_votes(9, m=6, n=2000)
+    lb = bt.leaderboard(votes, ties="davidson", intervals="bootstrap", bootstrap_rounds=100)
+    assert lb.samples.shape == (100, 6) and lb.table.ci_low.le(lb.table.ci_high).all()
+
+
+def test_matrices_and_counts():
+    rows = [("a", "b", "model_a"), ("a", "b", "tie"), ("b", "a", "model_a"), ("b", "c", "model_b"), ("a", "c", "tie")]
+    lb = bt.leaderboard(_votes(rows), intervals="sandwich", provisional_votes=0)
+    assert lb.battles.loc["a", "b"] == 3 and lb.battles.loc["b", "a"] == 3 and lb.battles.loc["a", "c"] == 1
+    assert lb.win_rate.loc["a", "b"] == pytest.approx((1 + 0.5) / 3)
+    assert lb.win_rate.loc["b", "a"] == pytest.approx((1 + 0.5) / 3)
+    assert np.isnan(lb.win_rate.loc["a", "a"])
+    p = lb.predicted
+    assert p.loc["a", "c"] + p.loc["c", "a"] == pytest.approx(1.0)
+    t = lb.table.set_index("model")
+    assert t.loc["a", ["votes", "wins", "ties", "losses"]].tolist() == [4, 1, 2, 1]
+    assert t.loc["c", ["votes", "wins", "ties", "losses"]].tolist() == [2, 1, 1, 0]
+    rec = lb.records()[0]
+    assert list(rec) == bt.TABLE_COLUMNS and isinstance(rec["rank"], int)
+
+
+# ---- diagnostics -------------------------------------------------------------------------
+def _codes(lb):
+    return {d.code for d in lb.diagnostics}
+
+
+def test_diag_disconnected_components_rated_separately():
+    rows = [("a", "b", "model_a"), ("b", "a", "model_a"), ("a", "b", "tie"), ("a", "b", "model_a"),
+            ("c", "d", "model_a"), ("d", "c", "tie"), ("c", "d", "model_b"), ("c", "d", "model_a")]
+    lb = bt.leaderboard(_votes(rows), intervals="sandwich")
+    assert "components" in _codes(lb)
+    t = lb.table
+    assert sorted(t.component.unique()) == [0, 1]
+    for _, g in t.groupby("component"):
+        assert g.rating.mean() == pytest.approx(1000.0)
+        assert sorted(g["rank"]) == [1, 2]
+    assert np.isfinite(t.ci_low).all()
+
+
+def test_diag_undefeated_and_winless():
+    rows = [("a", "b", "model_a"), ("a", "c", "model_a"), ("b", "c", "model_a"), ("c", "b", "model_a"),
+            ("b", "d", "model_a"), ("c", "d", "model_a"), ("b", "c", "tie")]
+    lb = bt.leaderboard(_votes(rows), intervals="bootstrap", bootstrap_rounds=50)
+    diag = next(d for d in lb.diagnostics if d.code == "unbounded")
+    assert "undefeated: a" in diag.message and "winless: d" in diag.message
+    assert set(diag.models) == {"a", "d"}
+    assert np.isfinite(lb.table.rating).all() and lb.info["l2"] > 0
+    assert lb.table.iloc[0].model == "a" and lb.table.iloc[-1].model == "d"
+
+
+def test_diag_all_ties_provisional_and_single_listed():
+    rows = [("a", "b", "tie"), ("b", "c", "tie (bothbad)"), ("a", "c", "tie")]
+    lb = bt.leaderboard(_votes(rows), intervals="bootstrap", bootstrap_rounds=20)
+    assert {"all_ties", "provisional"} <= _codes(lb)
+    assert np.allclose(lb.table.rating, 1000.0)
+    dav = bt.leaderboard(_votes(rows), ties="davidson")
+    assert "davidson_fallback" in _codes(dav)
+    single = bt.leaderboard(_votes([("a", "b", "a")] * 5 + [("a", "c", "c")]), min_votes=6)
+    assert "single_model" in _codes(single) and len(single.table) == 1
+
+
+def test_diag_no_votes_and_empty_filter():
+    votes = demo_votes()
+    empty = votes.filter(categories=["no-such-category"])
+    lb = bt.leaderboard(empty)
+    assert not lb.ok and "no_votes" in _codes(lb) and lb.table.empty
+    weighted = Votes.from_frame(pd.DataFrame({"model_a": ["a"], "model_b": ["b"], "winner": ["tie"], "weight": [0.0]}))
+    assert "no_votes" in _codes(bt.leaderboard(weighted))
+    none = bt.leaderboard(votes, min_votes=10**9)
+    assert "none_listed" in _codes(none)
+
+
+def test_demo_data_recovers_truth():
+    votes = demo_votes()
+    assert len(votes) == 30_000 and len(votes.models) == 20
+    assert set(votes.values("judge")) == {"human", "llm-judge"}
+    assert (votes.to_frame().winner == "tie (bothbad)").any()
+    truth = pd.Series(true_ratings())
+    assert truth.to_dict() == votes.meta["true_ratings"]
+    lb = bt.leaderboard(votes)
+    est = lb.ratings.reindex(truth.index)
+    assert np.corrcoef(est, truth)[0, 1] > 0.99
+    coding = bt.leaderboard(votes.filter(categories=["coding"], judges=["human"]), intervals="none")
+    assert 0 < coding.info["n_votes"] < 30_000
