@@ -16,6 +16,7 @@ PAGES = [
     st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="datasets"),
     st.Page("pages/metrics.py", title="Metrics", icon=":material/analytics:", url_path="evaluate"),
     st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/social_leaderboard:", url_path="arena"),
+    st.Page("pages/rerank.py", title="Rerank", icon=":material/swap_vert:", url_path="llm-rerank"),
 ]
 
 navigation = st.navigation(PAGES, position="sidebar", expanded=True)

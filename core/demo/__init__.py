@@ -14,6 +14,7 @@ from typing import Any
 DEMOS: dict[str, tuple[str, str]] = {
     "evaluation": ("core.demo.evaluation", "load"),
     "arena": ("core.demo.arena", "load"),
+    "rerank": ("core.demo.rerank", "load"),
 }
 
 

@@ -2,6 +2,7 @@
 
 from core.io._common import sniff_format
 from core.io.votes import read_votes  # noqa: F401  (Bradley-Terry votes)
+from core.io.corpus import read_candidates, read_candidates_from_run, read_text_table  # noqa: F401 (rerank)
 from core.io.runs import (
     collapse_chunks,
     read_answers,

@@ -1,0 +1,198 @@
+"""``python -m core rerank``: rerank candidates with an LLM (openai) or offline (lexical).
+
+Candidates come from ``--input cands.jsonl`` or ``--run R --corpus C --queries Q --depth N``
+(or ``--demo``). ``--dry-run`` prints the exact call count and cost estimate only;
+``--compare a,b,c --qrels Q`` prints ranksmith's comparison table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any
+
+import pandas as pd
+
+from core.cli import emit_table
+from core.errors import DataError
+
+STRATEGY_CHOICES = ("rankgpt", "prp", "tourrank", "pointwise", "prp-allpairs")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    src = parser.add_argument_group("candidates")
+    src.add_argument("--input", help="JSONL {qid, query, candidates: [{docid, text}]}")
+    src.add_argument("--run", help="first-stage run (TREC/CSV/...) to take candidates from")
+    src.add_argument("--corpus", help="docid,text table (CSV, TSV or JSONL)")
+    src.add_argument("--queries", help="qid,query table (CSV, TSV or JSONL)")
+    src.add_argument("--depth", type=int, default=100, help="candidates per query from --run (default 100)")
+    src.add_argument("--demo", action="store_true", help="use the built-in demo corpus (and its qrels)")
+    st = parser.add_argument_group("strategy")
+    st.add_argument("--strategy", choices=STRATEGY_CHOICES, default="rankgpt")
+    st.add_argument("--compare", help="comma-separated strategies to compare (needs --qrels or --demo)")
+    st.add_argument("--qrels", help="qrels for --compare")
+    st.add_argument("--window", type=int)
+    st.add_argument("--stride", type=int)
+    st.add_argument("--passes", type=int)
+    st.add_argument("--rounds", type=int)
+    st.add_argument("--stages", help="TourRank stages GxS:K,... e.g. 5x20:10,5x10:4,1x20:10,1x10:5,1x5:2")
+    st.add_argument("--seed", type=int, help="TourRank shuffle seed (default 13)")
+    st.add_argument("--scale", choices=("3", "10"), default="3", help="pointwise grade scale 0-3 or 0-10")
+    st.add_argument("--max-docs", type=int, help="prp-allpairs: judge only the first N candidates (default 20)")
+    st.add_argument("--shuffle-seed", type=int, help="shuffle each query's candidates first (position-bias studies)")
+    st.add_argument("--max-chars", type=int, default=4000, help="truncate passages to N characters (0 = never)")
+    st.add_argument("--strict", action="store_true", help="refuse passages over --max-chars instead of truncating")
+    pv = parser.add_argument_group("provider")
+    pv.add_argument("--provider", choices=("auto", "openai", "lexical"), default="auto",
+                    help="auto = openai when an API key is set in the environment, else lexical")
+    pv.add_argument("--model", help="model name (Azure: the deployment)")
+    pv.add_argument("--base-url", help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, ...)")
+    pv.add_argument("--azure-endpoint")
+    pv.add_argument("--azure-deployment")
+    pv.add_argument("--api-version")
+    pv.add_argument("--temperature", type=float, default=0.0)
+    pv.add_argument("--no-json-mode", action="store_true", help="do not send response_format=json_object")
+    pv.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
+    pv.add_argument("--reasks", type=int, default=1, help="re-asks after an invalid reply (default 1)")
+    pv.add_argument("--max-retries", type=int, default=4, help="transport retries (429/5xx/timeouts)")
+    pv.add_argument("--concurrency", type=int, default=8)
+    pv.add_argument("--input-price", type=float, default=0.0, help="USD per 1M prompt tokens")
+    pv.add_argument("--output-price", type=float, default=0.0, help="USD per 1M completion tokens")
+    pv.add_argument("--cache-dir", default=".ranklens_cache")
+    pv.add_argument("--no-cache", action="store_true")
+    pv.add_argument("--clear-cache", action="store_true", help="delete cached replies first")
+    out = parser.add_argument_group("output")
+    out.add_argument("--dry-run", action="store_true", help="print the call and cost estimate only")
+    out.add_argument("-o", "--output", help="write the reranked run as TREC")
+    out.add_argument("--log", help="write the per-call log as JSONL")
+    out.add_argument("--format", choices=("table", "csv", "json"), default="table")
+
+
+def _candidates(args: argparse.Namespace):
+    from core.io.corpus import read_candidates, read_candidates_from_run
+
+    if args.demo:
+        from core.demo.rerank import build
+
+        cands, qrels, _ = build()
+        return cands, qrels
+    if args.input:
+        return read_candidates(args.input), None
+    if args.run and args.corpus and args.queries:
+        return read_candidates_from_run(args.run, args.corpus, args.queries, depth=args.depth), None
+    raise DataError("no candidates given", expected="--input cands.jsonl, or --run R --corpus C --queries Q, or --demo")
+
+
+def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
+    from core.rerank import parse_stages
+
+    table = {"rankgpt": {"window": args.window, "stride": args.stride}, "prp": {"passes": args.passes},
+             "tourrank": {"rounds": args.rounds, "seed": args.seed,
+                          "stages": parse_stages(args.stages) if args.stages else None},
+             "pointwise": {"scale": int(args.scale)}, "prp-allpairs": {"max_docs": args.max_docs}}
+    return {k: v for k, v in table[strategy].items() if v is not None}
+
+
+def _provider_kind(args: argparse.Namespace) -> str:
+    if args.provider != "auto":
+        return args.provider
+    if args.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("AZURE_OPENAI_API_KEY"):
+        return "openai"
+    return "lexical"
+
+
+def _factory(args: argparse.Namespace, kind: str):
+    from core.rerank import RetryPolicy, make_provider
+
+    def make():
+        if kind == "lexical":
+            return make_provider("lexical", scale=int(args.scale))
+        return make_provider("openai", model=args.model, base_url=args.base_url, azure_endpoint=args.azure_endpoint,
+                             azure_deployment=args.azure_deployment, api_version=args.api_version,
+                             temperature=args.temperature, json_mode=not args.no_json_mode, timeout=args.timeout,
+                             reasks=args.reasks, scale=int(args.scale), retry=RetryPolicy(max_retries=args.max_retries),
+                             cache_dir=args.cache_dir, no_cache=args.no_cache)
+    return make
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.rerank import Prices, ReplyCache, estimate, rerank_candidates
+
+    cands, demo_qrels = _candidates(args)
+    strategies = [s.strip() for s in args.compare.split(",") if s.strip()] if args.compare else [args.strategy]
+    bad = [s for s in strategies if s not in STRATEGY_CHOICES]
+    if bad:
+        raise DataError(f"unknown strategy {bad[0]!r} in --compare", expected=", ".join(STRATEGY_CHOICES))
+    prices = Prices(args.input_price, args.output_price)
+    kind = _provider_kind(args)
+    print(f"provider: {kind}; {cands.n_queries} queries, {len(cands)} candidates", file=sys.stderr)
+    if args.dry_run:
+        rows = []
+        for s in strategies:
+            est = estimate(s, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries],
+                           _params(args, s), prices)
+            rows.append({k: est[k] for k in ("strategy", "queries", "calls", "max_calls_per_query", "prompt_tokens",
+                                             "completion_tokens", "cost")})
+        frame = pd.DataFrame(rows)
+        emit_table(frame, args.format)
+        return 0
+    if args.clear_cache:
+        removed = ReplyCache(args.cache_dir).clear()
+        print(f"cleared {removed} cached replies from {args.cache_dir}", file=sys.stderr)
+    make = _factory(args, kind)
+    options = dict(concurrency=args.concurrency, max_chars=args.max_chars or None, strict=args.strict,
+                   shuffle_seed=args.shuffle_seed, prices=prices)
+
+    def progress(state: dict[str, int]) -> None:
+        if sys.stderr.isatty():
+            print(f"\r{state['done_queries']}/{state['total_queries']} queries, {state['done_calls']} calls",
+                  end="", file=sys.stderr)
+
+    results = []
+    for s in strategies:
+        results.append(rerank_candidates(cands, s, make(), params=_params(args, s), progress=progress, **options))
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+    for r in results:
+        for qid, err in r.errors.items():
+            print(f"warning: {r.strategy}: query {qid}: {err}", file=sys.stderr)
+        for note in r.notes:
+            print(f"note: {r.strategy}: {note}", file=sys.stderr)
+    if args.log:
+        with open(args.log, "w", encoding="utf-8") as fh:
+            for r in results:
+                for rec in r.log:
+                    fh.write(json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n")
+    if args.output:
+        from core.io import write_trec_run
+
+        if len(results) == 1:
+            if results[0].run is None:
+                raise DataError("every query failed; nothing to write")
+            write_trec_run(results[0].run, args.output, tag=f"ranklens-{results[0].strategy}")
+        else:
+            base, dot, ext = args.output.rpartition(".")
+            for r in results:
+                if r.run is not None:
+                    path = f"{base}.{r.strategy}.{ext}" if dot else f"{args.output}.{r.strategy}"
+                    write_trec_run(r.run, path, tag=f"ranklens-{r.strategy}")
+    if args.compare:
+        from core.io import read_qrels
+        from core.rerank.compare import comparison_table
+
+        qrels = read_qrels(args.qrels) if args.qrels else demo_qrels
+        if qrels is None:
+            raise DataError("--compare needs --qrels", expected="--qrels qrels.txt")
+        frame = comparison_table(cands, qrels, results)
+        emit_table(frame, args.format, json_payload=frame.to_dict(orient="records"))
+    else:
+        u = results[0].usage
+        keys = ["strategy", "queries", "failed_queries", "estimated_calls", "calls", "reasks", "invalid_rate",
+                "fallbacks", "cache_hits", "prompt_tokens", "completion_tokens", "cost", "call_p50_ms", "call_p95_ms",
+                "truncated", "wall_s"]
+        frame = pd.DataFrame([{k: u[k] for k in keys}])
+        emit_table(frame, args.format, json_payload={k: u[k] for k in keys})
+    all_failed = all(r.run is None for r in results)
+    return 2 if all_failed else 0

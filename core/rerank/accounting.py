@@ -1,0 +1,104 @@
+"""Call, token, cost and latency accounting (estimates before a run, actuals after).
+
+Estimated prompt tokens use ``chars / 4`` per shown passage plus the prompt template;
+costs are ``tokens / 1e6 * price`` at user-given prices per million input/output tokens.
+Actual tokens come from the API's ``usage``; cached replies cost nothing. Percentiles are
+nearest-rank (as ranksmith reports them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+from core.rerank.strategies import estimate_calls, resolve_params, shown_counts
+
+CHARS_PER_TOKEN = 4.0
+TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90}
+COMPLETION_TOKENS = {"rank": lambda k, m: 4 * k + 6, "compare": lambda k, m: 8, "select": lambda k, m: 4 * (m or 1) + 6,
+                     "grade": lambda k, m: 8}
+
+
+@dataclass(frozen=True)
+class Prices:
+    """USD per one million prompt (input) and completion (output) tokens."""
+
+    input_per_1m: float = 0.0
+    output_per_1m: float = 0.0
+
+    def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
+        return prompt_tokens / 1e6 * self.input_per_1m + completion_tokens / 1e6 * self.output_per_1m
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (0 for an empty list)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    idx = math.ceil(q / 100 * len(ordered)) - 1
+    return float(ordered[max(0, min(idx, len(ordered) - 1))])
+
+
+def estimate(strategy: str, queries: Iterable[tuple[int, float]], params: dict[str, Any] | None = None,
+             prices: Prices | None = None) -> dict[str, Any]:
+    """Before a run: ``queries`` = (candidate count, mean passage characters) per query.
+
+    Returns exact calls (per query list and total) and estimated tokens and cost."""
+    params = dict(params or {})
+    resolve_params(strategy, params)
+    calls, prompt, completion = [], 0.0, 0.0
+    for n, mean_chars in queries:
+        calls.append(estimate_calls(strategy, n, **params))
+        for op, k, count in shown_counts(strategy, n, **params):
+            m = None
+            prompt += count * (TEMPLATE_TOKENS[op] + k * (mean_chars / CHARS_PER_TOKEN + 3))
+            if op == "select":
+                m = max(1, k // 2)
+            completion += count * COMPLETION_TOKENS[op](k, m)
+    prices = prices or Prices()
+    total = sum(calls)
+    return {"strategy": strategy, "queries": len(calls), "calls": total, "calls_per_query": calls,
+            "max_calls_per_query": max(calls, default=0), "prompt_tokens": int(round(prompt)),
+            "completion_tokens": int(round(completion)), "cost": prices.cost(prompt, completion)}
+
+
+def summarize(strategy: str, results: Sequence[Any], errors: dict[str, str], prices: Prices | None,
+              estimated_calls: int | None, wall_s: float) -> dict[str, Any]:
+    """After a run: one row of usage for a strategy (results are `QueryResult`s)."""
+    prices = prices or Prices()
+    records = [r for res in results for r in res.records]
+    billed = [r for r in records if not r.cache_hit]
+    prompt = sum(r.prompt_tokens for r in billed)
+    completion = sum(r.completion_tokens for r in billed)
+    latencies = [r.latency_ms for r in records if not r.cache_hit]
+    qlat = [res.latency_ms for res in results]
+    invalid = sum(1 for r in records if not r.valid)
+    n_ok = len(results)
+    n_q = n_ok + len(errors)
+    cost = prices.cost(prompt, completion)
+    return {
+        "strategy": strategy,
+        "queries": n_q,
+        "failed_queries": len(errors),
+        "estimated_calls": estimated_calls,
+        "operations": sum(res.ops for res in results),
+        "calls": len(records),
+        "reasks": sum(1 for r in records if r.attempt > 0),
+        "invalid": invalid,
+        "invalid_rate": invalid / len(records) if records else 0.0,
+        "fallbacks": sum(res.fallbacks for res in results),
+        "cache_hits": sum(1 for r in records if r.cache_hit),
+        "transport_retries": sum(r.retries for r in records),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "cost": cost,
+        "cost_per_query": cost / n_ok if n_ok else 0.0,
+        "calls_per_query": len(records) / n_ok if n_ok else 0.0,
+        "call_p50_ms": percentile(latencies, 50),
+        "call_p95_ms": percentile(latencies, 95),
+        "query_p50_ms": percentile(qlat, 50),
+        "query_p95_ms": percentile(qlat, 95),
+        "truncated": sum(res.truncated for res in results),
+        "wall_s": wall_s,
+    }

@@ -1,0 +1,173 @@
+"""Rerank a whole candidate set: many queries -> a `core.data.Run` plus accounting.
+
+Run scores are ``n - position`` (1-based positions), or the grades for ``pointwise`` (ties
+kept). A query whose provider fails for good (retries exhausted, refused in strict mode, a
+stage plan that does not fit) is recorded in ``errors`` and left out of the run (so it scores
+0, as ranksmith scores invalid outputs) while every other query's result is kept.
+
+With ``concurrency > 1`` the queries run as asyncio tasks sharing one semaphore of that size
+(each provider request holds a slot); within a query, a strategy's concurrent batches (PRP's
+two orders, TourRank's groups) run together. With ``concurrency == 1`` everything is
+sequential and synchronous, in exact strategy order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import pandas as pd
+
+from core.data import Run
+from core.errors import RankLensError
+from core.rerank.accounting import Prices, estimate, summarize
+from core.rerank.candidates import CandidateSet, QueryCandidates
+from core.rerank.driver import CallRecord, QueryResult, arerank_query, rerank_query
+from core.rerank.strategies import resolve_params
+
+Progress = Callable[[dict[str, int]], None]
+
+
+@dataclass
+class BatchResult:
+    strategy: str
+    provider: str
+    params: dict[str, Any]
+    run: Run | None
+    usage: dict[str, Any]
+    estimate: dict[str, Any]
+    results: dict[str, QueryResult]
+    errors: dict[str, str]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def log(self) -> list[CallRecord]:
+        return [r for res in self.results.values() for r in res.records]
+
+    def log_frame(self) -> pd.DataFrame:
+        cols = ["qid", "strategy", "op", "op_index", "attempt", "shown", "raw", "parsed", "valid", "reason",
+                "fallback", "latency_ms", "prompt_tokens", "completion_tokens", "cache_hit", "retries"]
+        return pd.DataFrame([r.to_dict() for r in self.log], columns=cols)
+
+    def per_query(self) -> pd.DataFrame:
+        rows = [{"qid": q, "status": "ok", "operations": r.ops, "calls": len(r.records), "fallbacks": r.fallbacks,
+                 "truncated": r.truncated, "latency_ms": r.latency_ms, "error": ""} for q, r in self.results.items()]
+        rows += [{"qid": q, "status": "failed", "operations": 0, "calls": 0, "fallbacks": 0, "truncated": 0,
+                  "latency_ms": 0.0, "error": e} for q, e in self.errors.items()]
+        return pd.DataFrame(rows, columns=["qid", "status", "operations", "calls", "fallbacks", "truncated",
+                                           "latency_ms", "error"])
+
+
+def _redact(provider: Any, text: str) -> str:
+    fn = getattr(provider, "redact", None)
+    return fn(text) if callable(fn) else text
+
+
+def _error_text(provider: Any, exc: BaseException) -> str:
+    text = str(exc) if isinstance(exc, RankLensError) else f"{type(exc).__name__}: {exc}"
+    return _redact(provider, text or type(exc).__name__)
+
+
+def _build_run(cands: CandidateSet, results: dict[str, QueryResult], name: str) -> Run | None:
+    rows: dict[str, list[Any]] = {"qid": [], "docid": [], "score": []}
+    for q in cands.queries:
+        res = results.get(q.qid)
+        if res is None:
+            continue
+        n = len(q)
+        if res.scores is not None and res.extra.get("grades") is not None:
+            scores = [res.scores[i] for i in res.order]
+        else:
+            scores = [float(n - pos) for pos in range(n)]
+        rows["qid"].extend([q.qid] * n)
+        rows["docid"].extend(q.docids[i] for i in res.order)
+        rows["score"].extend(scores)
+    if not rows["qid"]:
+        return None
+    return Run.from_frame(pd.DataFrame(rows), name)
+
+
+def _run_coro(coro: Any) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:  # called from inside a running loop
+        return pool.submit(asyncio.run, coro).result()
+
+
+def rerank_candidates(cands: CandidateSet, strategy: str, provider: Any, *, params: dict[str, Any] | None = None,
+                      concurrency: int = 8, max_chars: int | None = 4000, strict: bool = False,
+                      shuffle_seed: int | None = None, prices: Prices | None = None,
+                      progress: Progress | None = None, name: str | None = None) -> BatchResult:
+    """Rerank every query of ``cands`` with ``strategy`` on ``provider``."""
+    params = {k: v for k, v in (params or {}).items() if v is not None}
+    resolve_params(strategy, params)  # bad parameters fail the whole batch up front
+    est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params,
+                   prices)
+    state = {"done_queries": 0, "total_queries": cands.n_queries, "done_calls": 0, "total_calls": est["calls"]}
+
+    def tick_op() -> None:
+        state["done_calls"] += 1
+        if progress is not None:
+            progress(dict(state))
+
+    def tick_query() -> None:
+        state["done_queries"] += 1
+        if progress is not None:
+            progress(dict(state))
+
+    def opts(q: QueryCandidates) -> dict[str, Any]:
+        return dict(qid=q.qid, labels=list(q.docids), shuffle_seed=shuffle_seed, max_chars=max_chars, strict=strict,
+                    on_op=tick_op, **params)
+
+    results: dict[str, QueryResult] = {}
+    errors: dict[str, str] = {}
+    t0 = time.perf_counter()
+    if concurrency <= 1:
+        for q in cands.queries:
+            try:
+                results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
+            except Exception as exc:  # noqa: BLE001 - one query's failure must not lose the others
+                errors[q.qid] = _error_text(provider, exc)
+            tick_query()
+    else:
+        async def main() -> None:
+            sem = asyncio.Semaphore(concurrency)
+
+            async def one(q: QueryCandidates) -> None:
+                try:
+                    results[q.qid] = await arerank_query(strategy, q.query, list(q.texts), provider, sem=sem,
+                                                         **opts(q))
+                except Exception as exc:  # noqa: BLE001
+                    errors[q.qid] = _error_text(provider, exc)
+                tick_query()
+
+            try:
+                await asyncio.gather(*(one(q) for q in cands.queries))
+            finally:
+                if hasattr(provider, "aclose"):
+                    await provider.aclose()
+
+        _run_coro(main())
+    wall = time.perf_counter() - t0
+    ordered = {q.qid: results[q.qid] for q in cands.queries if q.qid in results}
+    ordered_errors = {q.qid: errors[q.qid] for q in cands.queries if q.qid in errors}
+    label = name or f"{strategy} ({getattr(provider, 'name', type(provider).__name__)})"
+    run = _build_run(cands, ordered, label)
+    usage = summarize(strategy, list(ordered.values()), ordered_errors, prices, est["calls"], wall)
+    notes = []
+    if strategy == "prp-allpairs":
+        k = resolve_params(strategy, params)["max_docs"]
+        if any(len(q) > k for q in cands.queries):
+            notes.append(f"prp-allpairs judged only the first {k} candidates of each query (n(n-1) calls); "
+                         "the rest keep their first-stage order below them")
+    if usage["truncated"]:
+        notes.append(f"{usage['truncated']} passages were truncated to {max_chars:,} characters")
+    if ordered_errors:
+        notes.append(f"{len(ordered_errors)} of {cands.n_queries} queries failed and are left out of the run")
+    return BatchResult(strategy, getattr(provider, "name", type(provider).__name__), params, run, usage, est,
+                       ordered, ordered_errors, notes)

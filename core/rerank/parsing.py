@@ -1,0 +1,119 @@
+"""Strict JSON parsing of model replies, one parser per provider operation.
+
+Replies must be exactly one JSON object (surrounding whitespace allowed):
+
+* rank:    ``{"ranking": [ids]}``  a permutation of 1..n
+* compare: ``{"winner": "A" | "B"}``  (case-sensitive)
+* select:  ``{"selected": [ids]}``  exactly m distinct ids in 1..n
+* grade:   ``{"grade": g}``  an integer in 0..scale
+
+Anything else raises `InvalidOutputError` with a reason that can be sent back to the model.
+Parsers return 0-based indices.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from core.rerank.errors import InvalidOutputError
+
+_decoder = json.JSONDecoder()
+
+
+def _load_object(raw: str | None, key: str) -> Any:
+    if raw is None or not str(raw).strip():
+        raise InvalidOutputError("empty", "the reply was empty", raw)
+    text = str(raw).strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError:
+        start = text.find("{")
+        if start >= 0:
+            try:
+                _decoder.raw_decode(text[start:])
+            except json.JSONDecodeError:
+                pass
+            else:
+                raise InvalidOutputError(
+                    "text_around_json",
+                    "the reply contained text around the JSON object; reply with the JSON object only",
+                    raw,
+                ) from None
+        raise InvalidOutputError("not_json", "the reply was not valid JSON", raw) from None
+    if not isinstance(data, dict):
+        raise InvalidOutputError("not_object", f"the reply must be a JSON object with the key {key!r}", raw)
+    if key not in data:
+        raise InvalidOutputError("missing_key", f"the JSON object has no key {key!r}", raw)
+    return data[key]
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _ids(value: Any, key: str, n: int, raw: str | None) -> list[int]:
+    if not isinstance(value, list) or not all(_is_int(v) for v in value):
+        raise InvalidOutputError("wrong_type", f"{key!r} must be a list of integer ids", raw)
+    bad = [v for v in value if v < 1 or v > n]
+    if bad:
+        raise InvalidOutputError(
+            "out_of_range", f"id(s) {', '.join(map(str, bad[:5]))} are out of range (valid ids are 1..{n})", raw
+        )
+    seen: set[int] = set()
+    dups = []
+    for v in value:
+        if v in seen and v not in dups:
+            dups.append(v)
+        seen.add(v)
+    if dups:
+        raise InvalidOutputError("duplicate_id", f"id(s) {', '.join(map(str, dups[:5]))} appear more than once", raw)
+    return list(value)
+
+
+def parse_ranking(raw: str | None, n: int) -> list[int]:
+    """``{"ranking": [...]}`` -> 0-based permutation of range(n)."""
+    ids = _ids(_load_object(raw, "ranking"), "ranking", n, raw)
+    if len(ids) != n:
+        missing = sorted(set(range(1, n + 1)) - set(ids))
+        raise InvalidOutputError(
+            "missing_id", f"id(s) {', '.join(map(str, missing[:10]))} are missing; rank all {n} ids exactly once", raw
+        )
+    return [i - 1 for i in ids]
+
+
+def parse_winner(raw: str | None) -> str:
+    """``{"winner": "A"|"B"}`` -> "A" or "B" (case-sensitive: "a" is invalid)."""
+    winner = _load_object(raw, "winner")
+    if winner not in ("A", "B"):
+        raise InvalidOutputError("bad_winner", f'"winner" must be "A" or "B" (got {json.dumps(winner)})', raw)
+    return winner
+
+
+def parse_selection(raw: str | None, n: int, m: int) -> list[int]:
+    """``{"selected": [...]}`` -> m distinct 0-based indices, best first."""
+    ids = _ids(_load_object(raw, "selected"), "selected", n, raw)
+    if len(ids) != m:
+        raise InvalidOutputError("wrong_count", f"selected {len(ids)} ids; select exactly {m}", raw)
+    return [i - 1 for i in ids]
+
+
+def parse_grade(raw: str | None, scale: int) -> int:
+    """``{"grade": g}`` -> integer in 0..scale."""
+    grade = _load_object(raw, "grade")
+    if not _is_int(grade) or not 0 <= grade <= scale:
+        raise InvalidOutputError("bad_grade", f'"grade" must be an integer from 0 to {scale} (got {json.dumps(grade)})', raw)
+    return int(grade)
+
+
+def parse_reply(op: str, raw: str | None, *, n: int, m: int | None = None, scale: int = 3) -> Any:
+    """Dispatch on the operation name."""
+    if op == "rank":
+        return parse_ranking(raw, n)
+    if op == "compare":
+        return parse_winner(raw)
+    if op == "select":
+        return parse_selection(raw, n, int(m or 0))
+    if op == "grade":
+        return parse_grade(raw, scale)
+    raise ValueError(f"unknown operation {op!r}")

@@ -1,0 +1,310 @@
+"""Reranking strategies: each owns the traversal and talks to a provider only through `Op`s.
+
+A strategy is a generator: it yields a *batch* (list of `Op`) whose calls may run
+concurrently, receives the list of validated answers (same order), and finally returns a
+`Outcome`. Positions in `Op.ids` are 0-based indices into the strategy's input list; the
+provider is shown those passages in exactly that order (ids 1..k in the prompt).
+
+Semantics (identical call sequence and final order to ranksmith 0.6.0 for rankgpt, prp and
+tourrank, given the same answers):
+
+* ``rankgpt`` (window=20, stride=10): n <= window: one ``rank`` on all. Else ``start = n -
+  window``; loop: ``start = max(0, start)``, rank ``order[start:start+window]`` and write the
+  permutation back, stop after start 0, else ``start -= stride``. Calls: ceil((n-window)/stride)+1.
+* ``prp`` (passes=10): per pass, ``right = n-1 .. 1``, ``left = right-1``; ``compare(upper,
+  lower)`` and ``compare(lower, upper)`` (one concurrent batch); swap only if the lower one wins
+  both; a conflict or an undecided answer keeps the order. Calls: 2 * passes * (n-1).
+* ``tourrank`` (rounds=2, seed=13): stages ``(groups, group_size, keep)``; the paper plan for
+  100 documents; otherwise the single-group halving plan ``(1, c, c // 2)`` for c = n, n//2, ...
+  while c >= 2 (20 -> 10 -> 5 -> 2 -> 1). Each round restarts from the input order; group g takes
+  positions g, g+G, ...; shuffled with ``Random(seed + round*1_000_003 + stage*1_009 + g)``;
+  one ``select(group, keep)`` per group (one concurrent batch per stage); selected documents gain
+  a point; the next stage is the selections concatenated in group order, in the order given.
+  Final order: points descending, then input position. Calls: rounds * total groups.
+* ``pointwise`` (scale 3 or 10): one ``grade`` per document (one batch); order by grade
+  descending then input position; scores are the grades (ties kept).
+* ``prp-allpairs`` (max_docs=20): both orders of every pair among the first ``max_docs``
+  documents (one batch, pairs i<j in input order, ``compare(i, j)`` then ``compare(j, i)``),
+  aggregated with a Bradley-Terry fit (undecided = half a win each); documents beyond
+  ``max_docs`` keep their input order after the judged ones. Calls: k(k-1), k = min(n, max_docs).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+from core.rerank.errors import RerankConfigError
+
+STRATEGIES: tuple[str, ...] = ("rankgpt", "prp", "tourrank", "pointwise", "prp-allpairs")
+
+#: TourRank paper stages for top-100 (groups, group_size, keep): 100 -> 50 -> 20 -> 10 -> 5 -> 2.
+PAPER_STAGES: tuple[tuple[int, int, int], ...] = ((5, 20, 10), (5, 10, 4), (1, 20, 10), (1, 10, 5), (1, 5, 2))
+
+DEFAULTS: dict[str, dict[str, Any]] = {
+    "rankgpt": {"window": 20, "stride": 10},
+    "prp": {"passes": 10},
+    "tourrank": {"rounds": 2, "stages": None, "seed": 13},
+    "pointwise": {"scale": 3},
+    "prp-allpairs": {"max_docs": 20},
+}
+
+
+@dataclass(frozen=True)
+class Op:
+    """One provider call: ``kind`` in rank|compare|select|grade on positions ``ids`` (shown in
+    this order); ``m`` for select."""
+
+    kind: str
+    ids: tuple[int, ...]
+    m: int | None = None
+
+
+@dataclass
+class Outcome:
+    """Final order (0-based input positions, best first), optional scores per input position
+    (grades, points, BT strengths) and strategy-specific extras."""
+
+    order: list[int]
+    scores: list[float] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+StrategyGen = Generator[list[Op], list[Any], Outcome]
+
+
+# ---- parameters --------------------------------------------------------------------------------
+def _int(params: dict[str, Any], key: str, low: int = 1) -> int:
+    value = params[key]
+    try:
+        ivalue = int(value)
+    except (TypeError, ValueError):
+        raise RerankConfigError(f"{key} must be an integer (got {value!r})") from None
+    if ivalue != value or ivalue < low:
+        raise RerankConfigError(f"{key} must be an integer >= {low} (got {value!r})")
+    return ivalue
+
+
+def resolve_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
+    """Defaults merged with ``params``; unknown keys and bad values raise `RerankConfigError`."""
+    if name not in DEFAULTS:
+        raise RerankConfigError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    unknown = set(params) - set(DEFAULTS[name])
+    if unknown:
+        raise RerankConfigError(
+            f"unknown parameter(s) {', '.join(sorted(unknown))} for {name}; expected {', '.join(DEFAULTS[name])}"
+        )
+    out = {**DEFAULTS[name], **{k: v for k, v in params.items() if v is not None}}
+    if name == "rankgpt":
+        out["window"], out["stride"] = _int(out, "window"), _int(out, "stride")
+        if out["stride"] > out["window"]:
+            raise RerankConfigError("stride must be <= window")
+    elif name == "prp":
+        out["passes"] = _int(out, "passes")
+    elif name == "tourrank":
+        out["rounds"], out["seed"] = _int(out, "rounds"), _int(out, "seed", low=-(2**62))
+    elif name == "pointwise":
+        out["scale"] = parse_scale(out["scale"])
+    elif name == "prp-allpairs":
+        out["max_docs"] = _int(out, "max_docs", low=2)
+    return out
+
+
+def parse_scale(value: Any) -> int:
+    """3, 10, "0-3" or "0-10" -> the top grade (3 or 10)."""
+    text = str(value).strip()
+    if text.startswith("0-"):
+        text = text[2:]
+    if text not in ("3", "10"):
+        raise RerankConfigError(f"scale must be 0-3 or 0-10 (got {value!r})")
+    return int(text)
+
+
+def tourrank_plan(n: int, stages: Any = None) -> list[tuple[int, int, int]]:
+    """The validated stage plan for ``n`` documents (see module docstring for the derived rule)."""
+    if stages is None:
+        if n == 100:
+            return list(PAPER_STAGES)
+        plan, c = [], n
+        while c >= 2:
+            plan.append((1, c, c // 2))
+            c //= 2
+        return plan
+    plan = []
+    for i, st in enumerate(stages, start=1):
+        try:
+            g, s, k = (int(x) for x in st)
+        except (TypeError, ValueError):
+            raise RerankConfigError(f"stage {i} must be (groups, group_size, keep) integers (got {st!r})") from None
+        if g < 1 or s < 1 or not 1 <= k < s:
+            raise RerankConfigError(f"stage {i} {st!r}: need groups >= 1 and 1 <= keep < group_size")
+        plan.append((g, s, k))
+    current = n
+    for i, (g, s, k) in enumerate(plan, start=1):
+        if g * s != current:
+            raise RerankConfigError(
+                f"TourRank stage {i} needs {g} x {s} = {g * s} documents but receives {current}; "
+                "the stages must match the candidate count"
+            )
+        current = g * k
+    return plan
+
+
+def parse_stages(text: str) -> list[tuple[int, int, int]]:
+    """``"5x20:10,5x10:4"`` (groups x group_size : keep, comma separated) or a JSON list of
+    triples -> list of (groups, group_size, keep)."""
+    text = text.strip()
+    if text.startswith("["):
+        try:
+            return [tuple(int(x) for x in st) for st in json.loads(text)]  # type: ignore[misc]
+        except (ValueError, TypeError):
+            raise RerankConfigError(f"cannot read TourRank stages {text!r}") from None
+    out = []
+    for part in (p for p in re.split(r"[,;\s]+", text) if p):
+        m = re.fullmatch(r"(\d+)x(\d+):(\d+)", part)
+        if not m:
+            raise RerankConfigError(f"cannot read TourRank stage {part!r}; write GxS:K, e.g. 5x20:10")
+        out.append((int(m[1]), int(m[2]), int(m[3])))
+    return out
+
+
+# ---- call counts -------------------------------------------------------------------------------
+def estimate_calls(name: str, n: int, **params: Any) -> int:
+    """Exact number of provider operations for one query of ``n`` documents (no re-asks)."""
+    p = resolve_params(name, params)
+    if n <= 0:
+        return 0
+    if name == "rankgpt":
+        return 1 if n <= p["window"] else math.ceil((n - p["window"]) / p["stride"]) + 1
+    if name == "prp":
+        return 2 * p["passes"] * (n - 1)
+    if name == "tourrank":
+        return p["rounds"] * sum(g for g, _, _ in tourrank_plan(n, p["stages"]))
+    if name == "pointwise":
+        return n
+    k = min(n, p["max_docs"])
+    return k * (k - 1)
+
+
+def sequential_depth(name: str, n: int, **params: Any) -> int:
+    """Number of batches that must run one after another (the floor of wall time in calls)."""
+    p = resolve_params(name, params)
+    if n <= 0:
+        return 0
+    if name == "rankgpt":
+        return estimate_calls(name, n, **params)
+    if name == "prp":
+        return p["passes"] * (n - 1)
+    if name == "tourrank":
+        return p["rounds"] * len(tourrank_plan(n, p["stages"]))
+    if name == "prp-allpairs":
+        return 1 if min(n, p["max_docs"]) >= 2 else 0
+    return 1
+
+
+def shown_counts(name: str, n: int, **params: Any) -> list[tuple[str, int, int]]:
+    """``(op, passages shown, how many such calls)`` for cost estimates."""
+    p = resolve_params(name, params)
+    if n <= 0:
+        return []
+    if name == "rankgpt":
+        return [("rank", min(n, p["window"]), estimate_calls(name, n, **params))]
+    if name == "prp":
+        return [("compare", 2, estimate_calls(name, n, **params))]
+    if name == "tourrank":
+        return [("select", s, p["rounds"] * g) for g, s, _ in tourrank_plan(n, p["stages"])]
+    if name == "pointwise":
+        return [("grade", 1, n)]
+    return [("compare", 2, estimate_calls(name, n, **params))]
+
+
+# ---- traversals --------------------------------------------------------------------------------
+def _rankgpt(n: int, window: int, stride: int) -> StrategyGen:
+    order = list(range(n))
+    if n == 0:
+        return Outcome(order)
+    start = n - window
+    while True:
+        start = max(0, start)
+        shown = order[start:start + window]
+        (perm,) = yield [Op("rank", tuple(shown))]
+        order[start:start + window] = [shown[i] for i in perm]
+        if start == 0:
+            break
+        start -= stride
+    return Outcome(order)
+
+
+def _prp(n: int, passes: int) -> StrategyGen:
+    order = list(range(n))
+    for _ in range(passes):
+        for right in range(n - 1, 0, -1):
+            left = right - 1
+            upper, lower = order[left], order[right]
+            first, second = yield [Op("compare", (upper, lower)), Op("compare", (lower, upper))]
+            if first == "B" and second == "A":
+                order[left], order[right] = lower, upper
+    return Outcome(order)
+
+
+def _tourrank(n: int, rounds: int, stages: Any, seed: int) -> StrategyGen:
+    plan = tourrank_plan(n, stages)
+    points = [0] * n
+    for r in range(rounds):
+        current = list(range(n))
+        for s, (g_count, size, keep) in enumerate(plan):
+            groups = [[current[g + j * g_count] for j in range(size)] for g in range(g_count)]
+            for g, group in enumerate(groups):
+                random.Random(seed + r * 1_000_003 + s * 1_009 + g).shuffle(group)
+            answers = yield [Op("select", tuple(group), keep) for group in groups]
+            nxt: list[int] = []
+            for group, picked in zip(groups, answers):
+                chosen = [group[i] for i in picked]
+                for d in chosen:
+                    points[d] += 1
+                nxt.extend(chosen)
+            current = nxt
+    order = sorted(range(n), key=lambda i: (-points[i], i))
+    return Outcome(order, [float(x) for x in points], {"points": points, "plan": plan})
+
+
+def _pointwise(n: int, scale: int) -> StrategyGen:
+    grades = (yield [Op("grade", (i,)) for i in range(n)]) if n else []
+    order = sorted(range(n), key=lambda i: (-grades[i], i))
+    return Outcome(order, [float(g) for g in grades], {"grades": list(grades), "scale": scale})
+
+
+def _allpairs(n: int, max_docs: int) -> StrategyGen:
+    from core.rerank.btfit import fit_pairs
+
+    k = min(n, max_docs)
+    pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
+    ops = [op for i, j in pairs for op in (Op("compare", (i, j)), Op("compare", (j, i)))]
+    answers = (yield ops) if ops else []
+    judgements = [(op.ids[0], op.ids[1], ans) for op, ans in zip(ops, answers)]
+    fit = fit_pairs(k, judgements)
+    top = sorted(range(k), key=lambda i: (-fit["strength"][i], i))
+    order = top + list(range(k, n))
+    extra = {"judged": k, "strength": fit["strength"], "ci_low": fit["ci_low"], "ci_high": fit["ci_high"],
+             "aggregator": fit["method"]}
+    return Outcome(order, None, extra)
+
+
+def make_strategy(name: str, n: int, params: dict[str, Any]) -> StrategyGen:
+    """The traversal generator for ``name`` on ``n`` documents (params already resolved)."""
+    if name == "rankgpt":
+        return _rankgpt(n, params["window"], params["stride"])
+    if name == "prp":
+        return _prp(n, params["passes"])
+    if name == "tourrank":
+        return _tourrank(n, params["rounds"], params["stages"], params["seed"])
+    if name == "pointwise":
+        return _pointwise(n, params["scale"])
+    if name == "prp-allpairs":
+        return _allpairs(n, params["max_docs"])
+    raise RerankConfigError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")

@@ -1,0 +1,86 @@
+"""Transport retries: exponential backoff with jitter, bounded in count and total time.
+
+Retried: HTTP 429 (``Retry-After`` / ``retry-after-ms`` honoured), 5xx, timeouts and
+connection errors. Not retried: other 4xx (bad request, authentication, not found).
+Delay of retry i (0-based) without a Retry-After: ``min(max_delay, base_delay * 2**i)``
+scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``. A retry whose delay would pass
+``max_total`` seconds since the first attempt is not made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+
+@dataclass
+class RetryPolicy:
+    max_retries: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_total: float = 60.0
+    jitter: float = 0.25
+    sleep: Callable[[float], Any] = time.sleep
+    asleep: Callable[[float], Any] = asyncio.sleep
+    seed: int | None = None
+    _rng: random.Random = field(default=None, init=False, repr=False)  # type: ignore[assignment]
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    def delay(self, retry_index: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return max(0.0, retry_after)
+        d = min(self.max_delay, self.base_delay * (2 ** retry_index))
+        return max(0.0, d * (1 + self.jitter * (2 * self._rng.random() - 1)))
+
+
+def retry_after_seconds(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value:
+        try:
+            return float(value)
+        except ValueError:
+            from email.utils import parsedate_to_datetime
+
+            try:
+                return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+            except (TypeError, ValueError):
+                return None
+    return None
+
+
+def classify(exc: BaseException, timeout: float | None) -> tuple[bool, str, int | None, float | None]:
+    """(retryable, description, HTTP status, retry-after seconds) of a client exception."""
+    import openai
+
+    if isinstance(exc, openai.APITimeoutError):
+        return True, f"timed out after {timeout:g} s" if timeout else "timed out", None, None
+    if isinstance(exc, openai.APIConnectionError):
+        return True, "connection failed", None, None
+    if isinstance(exc, openai.RateLimitError):
+        return True, "HTTP 429 rate limited", 429, retry_after_seconds(exc)
+    if isinstance(exc, openai.APIStatusError):
+        status = int(getattr(exc, "status_code", 0) or 0)
+        if status >= 500:
+            return True, f"HTTP {status} server error", status, retry_after_seconds(exc)
+        if status in (401, 403):
+            return False, f"HTTP {status} authentication failed (check the API key and endpoint)", status, None
+        if status == 404:
+            return False, "HTTP 404 not found (check the base URL, model or deployment name)", status, None
+        return False, f"HTTP {status}: {getattr(exc, 'message', '')}", status, None
+    return False, f"{type(exc).__name__}: {exc}", None, None

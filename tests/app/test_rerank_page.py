@@ -1,0 +1,103 @@
+"""AppTest for the Rerank page through app.py: demo corpus, lexical provider, offline."""
+
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+PAGE = "pages/rerank.py"
+
+
+def _open(at: AppTest) -> AppTest:
+    at.switch_page(PAGE)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _titles(at: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+def test_estimate_then_run_rankgpt_on_demo(app):
+    at = _open(app)
+    assert at.title[0].value == "Rerank"
+    est = at.dataframe[0].value
+    assert est["calls"].tolist() == [28]  # 14 demo queries x 2 windows (22-28 candidates, window 20)
+    at.button(key="rr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    metrics = at.table[0].value
+    assert len(metrics) == 4
+    flat = metrics.reset_index()
+    trec = flat[flat["ties"].str.startswith("traditional")].set_index("run")
+    assert trec.loc["reranked (rankgpt)", "ndcg@10"] > trec.loc["first stage", "ndcg@10"]
+    usage = [d.value for d in at.dataframe if "actual calls" in d.value.columns][0]
+    assert usage["actual calls"].iloc[0] == 28 == usage["estimated calls"].iloc[0]
+    assert any(t.startswith("Movement for") for t in _titles(at))
+    # another query in the before/after view
+    at.selectbox(key="rr_query").select_index(3).run()
+    assert not at.exception
+
+
+def test_pointwise_shows_tie_aware_difference(app):
+    at = _open(app)
+    at.selectbox(key="rr_strategy").set_value("pointwise").run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception and not at.error
+    flat = at.table[0].value.reset_index()
+    after = flat[flat["run"] == "reranked (pointwise)"].set_index("ties")
+    assert after.loc["traditional (trec_eval ties)", "mrr@10"] != after.loc["tie-aware (expected)", "mrr@10"]
+    assert any("MTRR" in c.value for c in at.caption)
+
+
+def test_comparison_mode_table_and_scatter(app):
+    at = _open(app)
+    at.toggle(key="rr_compare").set_value(True).run()
+    at.multiselect(key="rr_strategies").set_value(["rankgpt", "tourrank", "pointwise"]).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception and not at.error
+    table = [d.value for d in at.dataframe if "method" in d.value.columns][0]
+    assert table["method"].tolist() == ["original", "rankgpt", "tourrank", "pointwise"]
+    assert list(table.columns[:5]) == ["method", "ndcg@10", "mrr@10", "map", "recall@10"]
+    assert any(t.startswith("Cost vs quality") for t in _titles(at))
+    at.selectbox(key="rr_show").set_value("tourrank").run()
+    assert not at.exception
+
+
+def test_openai_without_key_shows_a_readable_error_and_no_traceback(app, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    at = _open(app)
+    at.radio(key="rr_provider").set_value("openai").run()
+    assert any("No API key" in w.value for w in at.warning)
+    at.number_input(key="rr_nq").set_value(1).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception
+    assert any("no API key" in e.value for e in at.error)
+
+
+def test_openai_against_local_server_key_stays_in_session(app, tmp_path, monkeypatch):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rerank"))
+    from fake_openai_server import FakeOpenAIServer
+
+    monkeypatch.chdir(tmp_path)  # the disk cache goes to tmp_path/.ranklens_cache
+    secret = "sk-page-SECRET-42"
+    with FakeOpenAIServer() as srv:
+        at = _open(app)
+        at.radio(key="rr_provider").set_value("openai").run()
+        at.text_input(key="rr_base_url").input(srv.base_url).run()
+        at.text_input(key="rr_api_key").input(secret).run()
+        at.number_input(key="rr_nq").set_value(2).run()
+        at.button(key="rr_run").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        n_requests = len(srv.requests)
+    assert n_requests == 4  # 2 queries x 2 windows; the demo passages carry no score hints: any valid reply
+    log = [d.value for d in at.dataframe if "raw" in d.value.columns][0]
+    assert len(log) == 4 and secret not in log.to_json()
+    cached = list((tmp_path / ".ranklens_cache").rglob("*.json"))
+    assert cached and all(secret not in p.read_text() for p in cached)

@@ -1,0 +1,159 @@
+"""A scripted OpenAI-compatible chat-completions server on 127.0.0.1 for tests and benchmarks.
+
+`FakeOpenAIServer` answers ``POST .../chat/completions`` (OpenAI and Azure paths). Each
+request pops the next scripted `Action` (status, content, headers, delay) if any, else asks the
+``responder(request_json) -> content`` (default: `oracle_reply`, a correct judge that reads
+``score=N`` hints in the passages). Requests are recorded (body, path, headers).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable
+
+SCORE = re.compile(r"score=(-?\d+)")
+SECRET = "sk-test-SECRET-7f3a9c"  # the API key used by the tests (must never leak)
+
+
+def passage_score(text: str) -> int:
+    m = SCORE.search(text)
+    return int(m.group(1)) if m else 0
+
+
+def task_of(body: dict[str, Any]) -> tuple[str, str, list[str], int | None, int]:
+    """(op, query, passages, m, scale) read back from the first user message of a request."""
+    user = next(m["content"] for m in body["messages"] if m["role"] == "user")
+    query = re.search(r"Query: (.*)", user).group(1)
+    if user.startswith("Which of the two"):
+        a = re.search(r"Passage A: (.*)", user).group(1)
+        b = re.search(r"Passage B: (.*)", user).group(1)
+        return "compare", query, [a, b], None, 3
+    if user.startswith("Grade"):
+        p = re.search(r"Passage: (.*)", user).group(1)
+        scale = int(re.search(r"scale from 0 to (\d+)", user).group(1))
+        return "grade", query, [p], None, scale
+    passages = [m.group(1) for m in re.finditer(r"^\[\d+\] (.*)$", user, re.M)]
+    if user.startswith("I will give you") and "Select the" in user:
+        m = int(re.search(r"Select the (\d+) passages", user).group(1))
+        return "select", query, passages, m, 3
+    return "rank", query, passages, None, 3
+
+
+def oracle_answer(op: str, passages: list[str], m: int | None, scale: int) -> Any:
+    s = [passage_score(p) for p in passages]
+    order = sorted(range(len(passages)), key=lambda i: (-s[i], i))
+    if op == "rank":
+        return {"ranking": [i + 1 for i in order]}
+    if op == "select":
+        return {"selected": [i + 1 for i in order[:m]]}
+    if op == "compare":
+        return {"winner": "A" if s[0] >= s[1] else "B"}
+    return {"grade": max(0, min(scale, s[0]))}
+
+
+def oracle_reply(body: dict[str, Any]) -> str:
+    op, _, passages, m, scale = task_of(body)
+    return json.dumps(oracle_answer(op, passages, m, scale))
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = 256  # many clients connect at once at high concurrency
+    daemon_threads = True
+
+
+@dataclass
+class Action:
+    status: int = 200
+    content: str | None = None  # reply text (status 200); None -> responder
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    body: str | None = None  # raw error body for non-200
+
+
+class FakeOpenAIServer:
+    def __init__(self, responder: Callable[[dict[str, Any]], str] = oracle_reply, delay: float = 0.0) -> None:
+        self.responder = responder
+        self.delay = delay
+        self.script: deque[Action] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+        self.busy_s = 0.0
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def setup(self) -> None:
+                super().setup()
+                self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
+            def do_POST(self) -> None:  # noqa: N802
+                t0 = time.perf_counter()
+                length = int(self.headers.get("content-length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with outer.lock:
+                    outer.requests.append({"path": self.path, "body": body,
+                                           "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    action = outer.script.popleft() if outer.script else Action()
+                delay = action.delay or outer.delay
+                if delay:
+                    time.sleep(delay)
+                if action.status != 200:
+                    payload = (action.body or json.dumps({"error": {"message": f"scripted {action.status}",
+                                                                    "type": "server_error"}})).encode()
+                else:
+                    content = action.content if action.content is not None else outer.responder(body)
+                    payload = json.dumps({
+                        "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
+                        "model": body.get("model", "test"),
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": content}}],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                    }).encode()
+                try:
+                    self.send_response(action.status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(payload)))
+                    for k, v in action.headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                with outer.lock:
+                    outer.busy_s += time.perf_counter() - t0 - delay
+
+        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    @property
+    def base_url(self) -> str:
+        return self.url + "/v1"
+
+    def push(self, *actions: Action) -> None:
+        with self.lock:
+            self.script.extend(actions)
+
+    def __enter__(self) -> FakeOpenAIServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
