@@ -16,11 +16,14 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# Same as `streamlit run app.py`, minus Streamlit's first-request deep-link notice (see pages/common/serve.py).
 run: $(VENV)/.runtime
-	$(PY) -m streamlit run app.py --server.port $(PORT)
+	$(PY) -m pages.common.serve --server.port $(PORT)
 
+# Unit, property and AppTest suites in parallel, then the browser tests on their own.
 test: $(VENV)/.dev
-	$(PY) -m pytest -n 2 --dist loadgroup -q tests
+	$(PY) -m pytest -n 2 -m "not e2e" -q tests
+	$(PY) -m pytest -m e2e -q tests/e2e
 
 bench: $(VENV)/.dev
 	$(PY) bench/evaluate.py

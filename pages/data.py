@@ -24,25 +24,25 @@ up_runs, up_qrels, up_other = st.columns(3, gap="medium")
 with up_runs:
     st.file_uploader(
         "Upload runs", type=["trec", "txt", "run", "csv", "tsv", "jsonl", "parquet", "gz"], accept_multiple_files=True,
-        key="upload_runs", on_change=ui.upload_callback, args=("run", "upload_runs"),
+        key=ui.uploader_key("upload_runs"), on_change=ui.upload_callback, args=("run", "upload_runs"),
         help="TREC (qid Q0 docid rank score tag), CSV/TSV with a header qid,docid,score[,rank][,tag], JSONL or "
              "Parquet. A file with several tags becomes several runs.",
     )
 with up_qrels:
     st.file_uploader(
         "Upload qrels", type=["qrels", "txt", "trec", "csv", "tsv", "jsonl", "parquet", "gz"], accept_multiple_files=True,
-        key="upload_qrels", on_change=ui.upload_callback, args=("qrels", "upload_qrels"),
+        key=ui.uploader_key("upload_qrels"), on_change=ui.upload_callback, args=("qrels", "upload_qrels"),
         help="TREC (qid iter docid relevance) or CSV/TSV with a header qid,docid,relevance; integer grades.",
     )
 with up_other:
     st.file_uploader(
-        "Upload answers", type=["csv", "tsv", "jsonl"], accept_multiple_files=True, key="upload_answers",
+        "Upload answers", type=["csv", "tsv", "jsonl"], accept_multiple_files=True, key=ui.uploader_key("upload_answers"),
         on_change=ui.upload_callback, args=("answers", "upload_answers"),
         help="qid,prediction,reference (repeat a qid for several references) or JSONL with references.",
     )
     st.file_uploader(
         "Upload a chunk → document map", type=["csv", "tsv", "jsonl"], accept_multiple_files=True,
-        key="upload_chunkmap", on_change=ui.upload_callback, args=("chunkmap", "upload_chunkmap"),
+        key=ui.uploader_key("upload_chunkmap"), on_change=ui.upload_callback, args=("chunkmap", "upload_chunkmap"),
         help="chunk_id,doc_id: collapse a chunk-level run to documents (each keeps its best-ranked chunk).",
     )
 

@@ -30,7 +30,7 @@ ws.ensure_demo("arena")
 
 with st.expander("Upload votes", expanded=False, icon=":material/upload:"):
     st.file_uploader("Votes file (CSV, JSONL or Parquet with model_a, model_b, winner[, judge, category, "
-                     "timestamp, weight])", type=["csv", "jsonl", "json", "parquet"], key=UPLOAD_KEY,
+                     "timestamp, weight])", type=["csv", "jsonl", "json", "parquet"], key=ui.uploader_key(UPLOAD_KEY),
                      on_change=ui.upload_callback, args=("votes", UPLOAD_KEY))
 ui.show_upload_messages()
 

@@ -47,9 +47,10 @@ names = [m.name for m in metrics]
 run_names = [r.name for r in runs]
 baseline = st.selectbox("Baseline for significance", run_names, key="baseline")
 
-for run in runs:
-    for note in coverage_warnings(run, qrels):
-        st.warning(note, icon=":material/warning:")
+coverage = [note for run in runs for note in coverage_warnings(run, qrels)]
+if coverage:
+    with st.expander(f"⚠️ {len(coverage)} coverage warning(s): runs and qrels do not cover the same queries"):
+        st.markdown("\n".join(f"- {note}" for note in coverage))
 
 with st.spinner("Evaluating…"):
     table = evaluate_policies(runs, qrels, metrics, rel_level=rel_level)
@@ -88,20 +89,20 @@ with st.expander("Detailed table", expanded=False):
     ui.download_csv(expected.per_query, "ranklens-per-query-tie-aware.csv", "Download per-query (tie-aware) CSV",
                     key="dl-per-query")
 
-tab_bars, tab_gap, tab_hist, tab_query, tab_sig = st.tabs(
-    ["Traditional vs tie-aware", "Where ties bite", "Tie groups", "Per-query drill-down", "Significance"])
 
-with tab_bars:
+def show_bars() -> None:
     st.plotly_chart(metric_bars(table, names), key="bars")
 
-with tab_gap:
+
+def show_gaps() -> None:
     gap_metric = st.selectbox("Metric", ["mrr", "mrr@10", "ndcg@10", "map", "hits@3"], key="gap_metric")
     gaps = tie_gap_table(runs, qrels, gap_metric, rel_level=rel_level)
-    st.plotly_chart(tie_gap_scatter(gaps, gap_metric.upper() if gap_metric.startswith("mrr") else gap_metric),
-                    key="gap")
+    label = gap_metric.upper() if gap_metric.startswith("mrr") else gap_metric
+    st.plotly_chart(tie_gap_scatter(gaps, label), key="gap")
     ui.download_csv(gaps, "ranklens-tie-gaps.csv", key="dl-gaps")
 
-with tab_hist:
+
+def show_tie_groups() -> None:
     stats = {r.name: tie_statistics(r, qrels, rel_level) for r in runs}
     st.plotly_chart(tie_size_histogram({k: v["size_distribution"] for k, v in stats.items()}), key="hist")
     tie_table = pd.DataFrame([
@@ -115,28 +116,30 @@ with tab_hist:
         ("queries with ties", "documents in ties", "retrieved relevant in ties")})
     ui.download_csv(tie_table, "ranklens-tie-statistics.csv", key="dl-ties")
 
-with tab_query:
+
+def show_query() -> None:
     qc1, qc2 = st.columns([2, 3])
     run_name = qc1.selectbox("Run", run_names, key="drill_run")
     run = runs[run_names.index(run_name)]
-    gaps_rr = tie_gap_table([run], qrels, "mrr", rel_level).sort_values("gap", ascending=False)
-    qids = list(gaps_rr["qid"])
-    qid = qc2.selectbox("Query (sorted by |RR − expected RR|)", qids, key="drill_qid",
-                        format_func=lambda q: f"{q}  (|ΔRR| = {gaps_rr.set_index('qid').loc[q, 'gap']:.3f})")
+    gaps_rr = tie_gap_table([run], qrels, "mrr", rel_level).sort_values("gap", ascending=False).set_index("qid")
+    qid = qc2.selectbox("Query (sorted by |RR − expected RR|)", list(gaps_rr.index), key="drill_qid",
+                        format_func=lambda q: f"{q}  (|ΔRR| = {gaps_rr.loc[q, 'gap']:.3f})")
     ranked = run.query(str(qid), ties="trec")
     grades = qrels.frame[qrels.frame["qid"] == str(qid)].set_index("docid")["relevance"]
-    ranked["relevance"] = ranked["docid"].map(grades)
+    ranked["relevance"] = ranked["docid"].map(grades).astype("Int64")
     per_policy = {p: evaluate([run], qrels, metrics, ties=p, rel_level=rel_level).per_query.set_index("qid")
                   for p in ("trec", "expected", "pessimistic", "optimistic")}
     values = pd.DataFrame({p: per_policy[p].loc[str(qid), names] for p in per_policy}).rename(
         columns={"trec": "traditional", "expected": "tie-aware"})
-    st.dataframe(values.T, width="stretch", column_config={n: st.column_config.NumberColumn(format="%.4f") for n in names})
+    st.dataframe(values.T, width="stretch",
+                 column_config={n: st.column_config.NumberColumn(format="%.4f") for n in names})
     st.caption("Shaded rows share a score (a tie group); relevance is the qrels grade (– = unjudged).")
     shown = ranked[["rank", "docid", "score", "relevance", "tie_group", "tie_size"]]
     st.dataframe(style_ranked_list(shown), hide_index=True, width="stretch", height=420)
     ui.download_csv(shown, f"{run_name}-{qid}.csv", key="dl-query")
 
-with tab_sig:
+
+def show_significance() -> None:
     st.dataframe(sig, hide_index=True, width="stretch", column_config={
         "mean_a": st.column_config.NumberColumn(format="%.4f"), "mean_b": st.column_config.NumberColumn(format="%.4f"),
         "delta": st.column_config.NumberColumn(format="%+.4f"), "p_value": st.column_config.NumberColumn(format="%.4g")})
@@ -144,3 +147,12 @@ with tab_sig:
     st.caption("All pairs (paired t-test on tie-aware values):")
     st.dataframe(all_pairs, hide_index=True, width="stretch")
     ui.download_csv(sig, "ranklens-significance.csv", key="dl-sig")
+
+
+# Tabs render lazily (only the open one runs); the open tab is kept in the URL.
+VIEWS = {"Traditional vs tie-aware": show_bars, "Where ties bite": show_gaps, "Tie groups": show_tie_groups,
+         "Per-query drill-down": show_query, "Significance": show_significance}
+for tab, render in zip(st.tabs(list(VIEWS), key="view", bind="query-params"), VIEWS.values()):
+    if tab.open:
+        with tab:
+            render()

@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.charts import PALETTE, base_layout
+from core.charts import PALETTE, base_layout, wrap_label
 
 TRADITIONAL_COLOR = "#8fa3b8"
 TIE_AWARE_COLOR = "#e07b39"
@@ -20,28 +20,33 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None) -> go.Fig
     ``table``: long form with columns run, metric, trec, expected, pessimistic, optimistic.
     """
     metrics = metrics or list(dict.fromkeys(table["metric"]))
-    cols = min(len(metrics), 3) or 1
+    cols = 2 if len(metrics) in (2, 4) else (min(len(metrics), 3) or 1)
     rows = int(np.ceil(len(metrics) / cols)) or 1
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=metrics, vertical_spacing=0.18, horizontal_spacing=0.07)
     for i, metric in enumerate(metrics):
         sub = table[table["metric"] == metric]
+        labels = [wrap_label(r) for r in sub["run"]]
         r, c = i // cols + 1, i % cols + 1
         fig.add_trace(go.Bar(
-            x=sub["run"], y=sub["trec"], name="traditional (trec order)", marker_color=TRADITIONAL_COLOR,
+            x=labels, y=sub["trec"], name="traditional (trec order)", marker_color=TRADITIONAL_COLOR,
             legendgroup="trec", showlegend=i == 0,
             hovertemplate="%{x}<br>traditional: %{y:.4f}<extra></extra>",
         ), row=r, col=c)
         fig.add_trace(go.Bar(
-            x=sub["run"], y=sub["expected"], name="tie-aware (expected) with tie range",
+            x=labels, y=sub["expected"], name="tie-aware (expected) with tie range",
             marker_color=TIE_AWARE_COLOR, legendgroup="expected", showlegend=i == 0,
             error_y=dict(type="data", symmetric=False, array=sub["optimistic"] - sub["expected"],
                          arrayminus=sub["expected"] - sub["pessimistic"], color="#5b3b1f", thickness=1.4, width=5),
             customdata=np.stack([sub["pessimistic"], sub["optimistic"]], axis=1),
             hovertemplate="%{x}<br>tie-aware: %{y:.4f}<br>range: [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>",
         ), row=r, col=c)
-    fig.update_layout(**base_layout(barmode="group", height=330 * rows + 60, title="Traditional vs tie-aware"))
+    height = 340 * rows + 110
+    legend_y = 1.0 + 34 / (height - 170)  # above the subplot titles
+    fig.update_layout(**base_layout(barmode="group", height=height, title="Traditional vs tie-aware",
+                                    margin=dict(l=60, r=20, t=110, b=60),
+                                    legend=dict(orientation="h", yanchor="bottom", y=legend_y, xanchor="left", x=0)))
     fig.update_yaxes(rangemode="tozero")
-    fig.update_xaxes(tickangle=-20, automargin=True)
+    fig.update_xaxes(tickangle=0, automargin=True, tickfont=dict(size=11))
     return fig
 
 
@@ -81,7 +86,7 @@ def tie_size_histogram(distributions: dict[str, pd.DataFrame]) -> go.Figure:
                              hovertemplate="size %{x}: %{y} groups<extra>%{fullData.name}</extra>"))
     fig.update_layout(**base_layout(barmode="group", title="Tie-group sizes (groups of 2 or more documents)",
                                     xaxis_title="documents in the tie group", yaxis_title="groups", height=380))
-    fig.update_yaxes(type="log")
+    fig.update_yaxes(type="log", dtick=1)
     return fig
 
 

@@ -75,23 +75,36 @@ def ingest(kind: str, filename: str, data: bytes) -> tuple[list[str], str | None
     return names, None
 
 
-def upload_callback(kind: str, key: str) -> None:
-    """``on_change`` for a file_uploader: ingest new files before the rerun, so the
-    sidebar selection can include them. Messages are kept for the page to show."""
-    files = st.session_state.get(key)
+def uploader_key(base: str) -> str:
+    """Widget key of an uploader; it changes after a rejected file so the widget empties."""
+    return f"{base}-{st.session_state.get('_uploader_versions', {}).get(base, 0)}"
+
+
+def upload_callback(kind: str, base: str) -> None:
+    """``on_change`` for a file_uploader (key from `uploader_key(base)`): ingest new files
+    before the rerun, so the sidebar selection and the inspector can show them. Messages are
+    kept for the page to show; after a rejected file the uploader is reset."""
+    files = st.session_state.get(uploader_key(base))
     if files is None:
         return
     if not isinstance(files, list):
         files = [files]
     messages = st.session_state.setdefault("_upload_messages", [])
+    failed = False
     for f in files:
         names, error = ingest(kind, f.name, f.getvalue())
         if error:
             messages.append(("error", error))
+            failed = True
         elif names:
             ws = workspace()
             for n in names:
                 messages.append(("success", f"Loaded {kind} **{n}** ({describe(ws.get(kind, n))})."))
+            st.session_state["inspect_kind"] = kind
+            st.session_state["inspect_name"] = names[-1]
+    if failed:
+        versions = st.session_state.setdefault("_uploader_versions", {})
+        versions[base] = versions.get(base, 0) + 1
 
 
 def rename_dataset(kind: str, old: str, input_key: str) -> None:

@@ -62,7 +62,8 @@ def test_upload_run_and_qrels_then_metrics(app):
     assert cell.startswith("0.5000")
     # trec order: docid descending inside ties -> relevant first in both queries: (1 + 1 + 0) / 3
     assert summary.loc["myrun", "mrr@10 (trad.)"] == "0.6667"
-    assert any("no results" in w.value for w in app.warning)
+    assert any("coverage warning" in e.label for e in app.expander)
+    assert any("no results and score 0" in m.value for m in app.markdown)
 
 
 def test_bad_upload_shows_error_and_keeps_data(app):
@@ -90,8 +91,23 @@ def test_rename_and_remove_dataset(app):
     assert not app.exception
 
 
-def test_metrics_drilldown_and_tabs_render(app):
+def test_metrics_tabs_render_lazily(app):
     open_page(app, "metrics")
+    assert len(app.get("plotly_chart")) == 1  # only the open tab ran
+    for view, expect_chart in [("Where ties bite", True), ("Tie groups", True),
+                               ("Per-query drill-down", False), ("Significance", False)]:
+        app.session_state["view"] = view
+        app.run()
+        assert not app.exception, (view, app.exception)
+        spec = json.loads(app.get("plotly_chart")[0].proto.spec) if expect_chart else None
+        assert (spec is not None) == expect_chart
+
+
+def test_metrics_drilldown(app):
+    open_page(app, "metrics")
+    app.session_state["view"] = "Per-query drill-down"
+    app.run()
     app.selectbox(key="drill_run").set_value("llm-grader (0-3)").run()
     assert not app.exception
-    assert len(app.get("plotly_chart")) >= 3
+    values = app.dataframe[1].value  # traditional / tie-aware / range values for the query
+    assert {"traditional", "tie-aware", "pessimistic", "optimistic"} <= set(values.index)

@@ -58,11 +58,11 @@ def test_filters_anchor_min_votes_and_davidson(app):
 def test_upload_good_and_bad_votes(app):
     at = _open(app)
     bad = b"model_a,model_b,winner\na,b,a\nb,c,sometimes\n"
-    at.file_uploader(key="lb_upload").set_value(("bad.csv", bad, "text/csv")).run()
+    at.get("file_uploader")[0].set_value(("bad.csv", bad, "text/csv")).run()
     assert not at.exception
     assert any("bad.csv, line 3" in e.value for e in at.error)
     good = b"model_a,model_b,winner\n" + b"a,b,a\nb,a,tie\nb,c,b\nc,a,model_b\na,c,a\nb,c,tie\n" * 5
-    at.file_uploader(key="lb_upload").set_value(("mine.csv", good, "text/csv")).run()
+    at.get("file_uploader")[0].set_value(("mine.csv", good, "text/csv")).run()
     assert not at.exception
     assert at.selectbox(key="lb_votes").value == "mine"
     frame = at.dataframe[0].value
@@ -73,7 +73,7 @@ def test_upload_good_and_bad_votes(app):
 def test_undefeated_and_disconnected_diagnostics(app):
     at = _open(app)
     data = b"model_a,model_b,winner\na,b,a\na,b,a\nb,a,model_b\nc,d,c\nd,c,tie\nc,d,d\n"
-    at.file_uploader(key="lb_upload").set_value(("odd.csv", data, "text/csv")).run()
+    at.get("file_uploader")[0].set_value(("odd.csv", data, "text/csv")).run()
     assert not at.exception
     warnings = " ".join(w.value for w in at.warning)
     assert "disconnected" in warnings and "undefeated: a" in warnings
