@@ -72,6 +72,10 @@ def ingest(kind: str, filename: str, data: bytes) -> tuple[list[str], str | None
         st.session_state[SEL_RUNS] = current + [n for n in names if n not in current]
     elif kind == "qrels":
         st.session_state[SEL_QRELS] = names[-1]
+        judged = set(ws.get("qrels", names[-1]).qids)
+        overlapping = [n for n in ws.names("run") if judged & set(ws.get("run", n).qid_values)]
+        if overlapping:  # show the runs these qrels can judge, not runs scoring 0 everywhere
+            st.session_state[SEL_RUNS] = overlapping[:MAX_DEFAULT_RUNS]
     return names, None
 
 
