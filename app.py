@@ -15,6 +15,7 @@ PAGES = [
     st.Page("pages/home.py", title="Home", icon=":material/home:", url_path="overview", default=True),
     st.Page("pages/data.py", title="Data", icon=":material/database:", url_path="datasets"),
     st.Page("pages/metrics.py", title="Metrics", icon=":material/analytics:", url_path="evaluate"),
+    st.Page("pages/fusion.py", title="Fusion", icon=":material/merge:", url_path="fuse"),
     st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/social_leaderboard:", url_path="arena"),
     st.Page("pages/rerank.py", title="Rerank", icon=":material/swap_vert:", url_path="llm-rerank"),
 ]

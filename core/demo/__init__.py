@@ -13,6 +13,7 @@ from typing import Any
 #: family -> (module, function) returning [(kind, name, obj), ...]
 DEMOS: dict[str, tuple[str, str]] = {
     "evaluation": ("core.demo.evaluation", "load"),
+    "fusion": ("core.demo.fusion", "load"),
     "arena": ("core.demo.arena", "load"),
     "rerank": ("core.demo.rerank", "load"),
 }

@@ -1,0 +1,849 @@
+"""Rank fusion: RRF and its peers, score normalisation and per-document provenance.
+
+`fuse(runs, method, ...)` combines two or more runs into one `Run`. All inputs are joined once
+on ``(qid, docid)`` (vectorised over the whole runs, no per-query Python loop) and every
+method is a reduction over the members of each ``(qid, docid)`` group.
+
+Conventions (stated once, used everywhere):
+
+- **Input ranks** are 1-based positions in each input's own order under ``ties``: ``trec``
+  (score descending, then docid descending, as trec_eval) or ``given`` (the file's rank column,
+  else its row order). ``depth`` keeps each input's top ``depth`` documents per query under
+  that order *before* anything else (normalisation, candidate sets, Borda points).
+- **Absent documents** (not in an input's list for the query) contribute nothing, except in
+  Borda, where they share the input's remaining points (see below).
+- **Weights** ``w_i`` (default 1) multiply each input's contribution in every method.
+- Methods, for a document ``d`` with rank ``r_i`` / normalised score ``s_i`` in input ``i``
+  (sums over the inputs containing ``d``; ``n_d`` = how many inputs contain it):
+
+  ========  ==================================================================
+  rrf       ``sum_i w_i / (k + r_i)``  (Cormack et al. 2009)
+  isr       ``n_d * sum_i w_i / r_i**2``  (inverse square rank, MNZ-style, as ranx)
+  borda     ``sum_i w_i * p_i`` over *all* inputs: ``p_i = N - r_i + 1`` where ``N`` is the
+            number of distinct documents of the query over all inputs; an input listing ``m``
+            documents gives each document it does not list ``(N - m + 1) / 2`` (the mean of
+            its unused points), as ranx's ``bordafuse``
+  combsum   ``sum_i w_i s_i``;  ``wsum`` is the same sum (the name ranx uses for it)
+  combmnz   ``n_d * sum_i w_i s_i``
+  combanz   ``sum_i w_i s_i / n_d``
+  combmax   ``max_i w_i s_i``;  combmin ``min_i w_i s_i``;  combmed the median
+  ========  ==================================================================
+
+- **Normalisations** (score methods only; per input and per query, over the documents kept
+  after ``depth``; ``None`` uses raw scores):
+
+  ========  ==================================================================
+  minmax    ``(s - min) / (max - min)``; all scores equal (e.g. one document) -> 1.0
+  zscore    ``(s - mean) / std`` with the population std; all equal -> 0.0
+  sum       ``(s - min) / sum(s - min)`` (shares summing to 1); all equal -> ``1 / m``
+  max       ``s / max|s|``; all zero -> 0.0
+  rank      ``1 - (r - 1) / m`` for rank ``r`` of ``m`` (as ranx's rank norm)
+  ========  ==================================================================
+
+- **Exact ties**: contributions are summed in 64-bit fixed point (a power-of-two quantum about
+  ``2**-50`` of the largest contribution), so documents with the same multiset of
+  contributions get *exactly* the same fused score whatever the input order. Ties in the fused
+  run are therefore real ties; evaluate them with a tie policy (`core.metrics`).
+- **Queries**: the fused run covers the union of the inputs' queries; when the inputs' query
+  sets differ a `DataWarning` is issued and the report (``run.meta["fusion"]``, a
+  `FusionReport`) lists, per input, the queries it lacks.
+- ``top_k`` keeps the fused run's first ``top_k`` documents per query in trec order.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from core.data import Qrels, Run, string_offsets
+from core.errors import DataWarning, RankLensError
+from core.ties import docid_rank_in_group, given_positions
+
+RANK_METHODS: tuple[str, ...] = ("rrf", "isr", "borda")
+SCORE_METHODS: tuple[str, ...] = ("combsum", "combmnz", "combmax", "combmin", "combmed", "combanz", "wsum")
+METHODS: tuple[str, ...] = RANK_METHODS + SCORE_METHODS
+NORMS: tuple[str, ...] = ("minmax", "zscore", "sum", "max", "rank")
+INPUT_ORDERS: tuple[str, ...] = ("trec", "given")
+
+_SENTINEL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+class FusionError(RankLensError, ValueError):
+    """Invalid fusion request: too few runs, bad weights, k <= 0, unknown method or norm."""
+
+
+@dataclass
+class FusionReport:
+    """What `fuse` did: the parameters, the inputs and the queries each input lacks."""
+
+    method: str
+    inputs: list[str]
+    k: float | None
+    weights: list[float]
+    norm: str | None
+    depth: int | None
+    top_k: int | None
+    ties: str
+    n_queries: int
+    missing: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        """True when every input has every query."""
+        return not any(self.missing.values())
+
+    def missing_frame(self) -> pd.DataFrame:
+        """One row per (input, missing query)."""
+        rows = [(name, q) for name, qs in self.missing.items() for q in qs]
+        return pd.DataFrame(rows, columns=["input", "qid"])
+
+
+# ---------------------------------------------------------------------------------------
+# Validation
+# ---------------------------------------------------------------------------------------
+def _check(runs: Sequence[Run], method: str, k: float, weights, norm, depth, top_k, ties) -> tuple[str, np.ndarray]:
+    runs = list(runs)
+    if len(runs) < 2:
+        raise FusionError(f"fusion needs at least two runs, got {len(runs)}")
+    if not all(isinstance(r, Run) for r in runs):
+        raise FusionError("fusion inputs must be Run objects")
+    method = str(method).lower().strip()
+    if method not in METHODS:
+        raise FusionError(f"unknown fusion method {method!r}; expected one of {', '.join(METHODS)}")
+    if norm is not None and norm not in NORMS:
+        raise FusionError(f"unknown normalisation {norm!r}; expected one of {', '.join(NORMS)} (or none)")
+    if method == "rrf":
+        if k is None or not np.isfinite(k) or k <= 0:
+            raise FusionError(f"RRF needs k > 0, got {k!r}")
+    if ties not in INPUT_ORDERS:
+        raise FusionError(f"unknown input order {ties!r}; expected one of {', '.join(INPUT_ORDERS)}")
+    for label, value in (("depth", depth), ("top_k", top_k)):
+        if value is not None and (int(value) != value or value < 1):
+            raise FusionError(f"{label} must be a positive integer, got {value!r}")
+    if weights is None:
+        w = np.ones(len(runs))
+    else:
+        w = np.asarray(list(weights), dtype=float)
+        if w.ndim != 1 or len(w) != len(runs):
+            raise FusionError(f"got {len(w)} weights for {len(runs)} runs; give one weight per run")
+        if not np.isfinite(w).all() or (w < 0).any():
+            raise FusionError("weights must be finite and non-negative")
+    return method, w
+
+
+def _unique_names(runs: Sequence[Run]) -> list[str]:
+    names: list[str] = []
+    for r in runs:
+        base, name, i = r.name, r.name, 2
+        while name in names:
+            name, i = f"{base} ({i})", i + 1
+        names.append(name)
+    return names
+
+
+# ---------------------------------------------------------------------------------------
+# Per-input preparation: rank order, depth, normalisation (vectorised per run)
+# ---------------------------------------------------------------------------------------
+@dataclass
+class _Prepared:
+    """One input, rows grouped by query (blocks): 1-based rank and raw score per row, and
+    per block its global query code, start and length (all after ``depth``)."""
+
+    rows: np.ndarray | None  # file rows (None = identity)
+    rank: np.ndarray  # 1-based rank under the input order (int32)
+    score: np.ndarray
+    seg_q: np.ndarray  # global query code of each block
+    seg_start: np.ndarray
+    seg_len: np.ndarray
+
+    def row_block(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.seg_len)), self.seg_len)
+
+
+def _segments(local_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Starts and lengths of the runs of equal values in a grouped code array."""
+    n = len(local_q)
+    if n == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    change = np.flatnonzero(local_q[1:] != local_q[:-1]) + 1
+    starts = np.concatenate(([0], change)).astype(np.int64)
+    lengths = np.diff(np.append(starts, n))
+    return starts, lengths
+
+
+def _input_ranks(run: Run, ties: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
+    """(file rows grouped by query or None for identity, local query code per row, 1-based rank)."""
+    codes = run.qid_codes
+    scores = run.scores
+    n = len(codes)
+    if ties == "trec":
+        if n > 1:
+            dq = codes[1:] - codes[:-1]
+            same = dq == 0
+            fast = bool(((dq > 0) | (same & (scores[1:] <= scores[:-1]))).all())
+        else:
+            fast, same = True, np.zeros(0, dtype=bool)
+        if fast:  # grouped by query, scores non-increasing: rank = position but inside ties
+            starts, lengths = _segments(codes)
+            pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
+            tied_next = np.flatnonzero(same & (scores[1:] == scores[:-1]))
+            if len(tied_next):
+                _order_ties_trec(run.docids, pos, tied_next)
+            return None, codes, pos + 1
+        ranked = run.ranked
+        pos = ranked.group_start.copy()
+        tied = np.flatnonzero(ranked.group_size > 1)
+        if len(tied):
+            pos[tied] += docid_rank_in_group(run, ranked.order[tied])
+        return ranked.order, ranked.qcode, pos + 1
+    positions = given_positions(run)
+    order = np.lexsort((positions, codes))
+    return order, codes[order], positions[order] + 1
+
+
+def _order_ties_trec(docids: pa.Array, pos: np.ndarray, tied_next: np.ndarray) -> None:
+    """Reorder positions inside tie groups to docid descending (in place). ``tied_next``
+    holds rows i whose score equals row i+1's (same query); rows are in score order."""
+    member = np.zeros(len(pos), dtype=bool)
+    member[tied_next] = True
+    member[tied_next + 1] = True
+    rows = np.flatnonzero(member)
+    link = np.zeros(len(pos), dtype=bool)
+    link[tied_next] = True
+    brk = np.ones(len(rows), dtype=bool)
+    brk[1:] = ~((rows[1:] == rows[:-1] + 1) & link[rows[:-1]])
+    gid = np.cumsum(brk) - 1
+    first_pos = pos[rows[brk]]
+    table = pa.table({"g": gid, "d": docids.take(pa.array(rows))})
+    idx = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
+    g_sorted = gid[idx]
+    group_begin = np.flatnonzero(brk)
+    pos[rows[idx]] = first_pos[g_sorted] + (np.arange(len(rows)) - group_begin[g_sorted])
+
+
+def _prepare(run: Run, qmap: np.ndarray, ties: str, depth: int | None) -> _Prepared:
+    rows, local_q, rank = _input_ranks(run, ties)
+    score = run.scores if rows is None else run.scores[rows]
+    if depth is not None and (rank > depth).any():
+        keep = np.flatnonzero(rank <= depth)
+        rows = keep if rows is None else rows[keep]
+        local_q, rank, score = local_q[keep], rank[keep], score[keep]
+    starts, lengths = _segments(local_q)
+    seg_q = qmap[local_q[starts]] if len(starts) else np.zeros(0, np.int64)
+    return _Prepared(rows, rank.astype(np.int32, copy=False), score, seg_q, starts, lengths)
+
+
+def normalise(score: np.ndarray, rank: np.ndarray, seg_len: np.ndarray, norm: str | None) -> np.ndarray:
+    """Normalise ``score`` per contiguous block (one block per query, lengths ``seg_len``)."""
+    if norm is None:
+        return score
+    seg = np.repeat(np.arange(len(seg_len)), seg_len)
+    length = seg_len[seg].astype(float)
+    if norm == "rank":
+        return 1.0 - (rank - 1) / length
+    starts = np.concatenate(([0], np.cumsum(seg_len)[:-1])).astype(np.int64)
+    if len(score) == 0:
+        return score.astype(float)
+    if norm == "minmax":
+        lo = np.minimum.reduceat(score, starts)[seg]
+        hi = np.maximum.reduceat(score, starts)[seg]
+        span = hi - lo
+        return np.where(span > 0, (score - lo) / np.where(span > 0, span, 1.0), 1.0)
+    if norm == "zscore":
+        mean = (np.add.reduceat(score, starts) / seg_len)[seg]
+        dev = score - mean
+        std = np.sqrt(np.add.reduceat(dev * dev, starts) / seg_len)[seg]
+        return np.where(std > 0, dev / np.where(std > 0, std, 1.0), 0.0)
+    if norm == "sum":
+        lo = np.minimum.reduceat(score, starts)[seg]
+        shifted = score - lo
+        total = np.add.reduceat(shifted, starts)[seg]
+        return np.where(total > 0, shifted / np.where(total > 0, total, 1.0), 1.0 / length)
+    if norm == "max":
+        top = np.maximum.reduceat(np.abs(score), starts)[seg]
+        return np.where(top > 0, score / np.where(top > 0, top, 1.0), 0.0)
+    raise FusionError(f"unknown normalisation {norm!r}")
+
+
+# ---------------------------------------------------------------------------------------
+# Shared docid coding
+# ---------------------------------------------------------------------------------------
+def _numeric_keys(docids: pa.Array) -> np.ndarray | None:
+    """Exact int64 keys when every docid is a canonical non-negative decimal (<= 18 digits)."""
+    if len(docids) == 0:
+        return np.zeros(0, np.int64)
+    offsets = string_offsets(docids)
+    lengths = offsets[1:] - offsets[:-1]
+    if lengths.max() > 18 or lengths.min() < 1:
+        return None
+    data = np.frombuffer(docids.buffers()[2], dtype=np.uint8)
+    first = data[offsets[:-1]]
+    canonical = ((first >= 49) & (first <= 57)) | ((first == 48) & (lengths == 1))
+    if not canonical.all():
+        return None
+    try:
+        values = pc.cast(docids, pa.int64()).to_numpy(zero_copy_only=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return values
+
+
+class _DocCoder:
+    """Maps docids of several runs to shared non-negative integer keys and back."""
+
+    def __init__(self, arrays: list[pa.Array]):
+        keys = [_numeric_keys(a) for a in arrays]
+        if all(k is not None for k in keys):
+            self.dictionary = None
+            self.keys = keys
+        else:
+            combined = pa.chunked_array(arrays, type=pa.string())
+            self.dictionary = pc.unique(combined)
+            self.keys = [
+                pc.index_in(a, value_set=self.dictionary).to_numpy(zero_copy_only=False).astype(np.int64)
+                for a in arrays
+            ]
+        top = max((int(k.max()) for k in self.keys if len(k)), default=0)
+        self.bits = max(top.bit_length(), 1)
+
+    def decode(self, keys: np.ndarray) -> pa.Array:
+        if self.dictionary is None:
+            return pc.cast(pa.array(keys.astype(np.int64, copy=False)), pa.string())
+        return self.dictionary.take(pa.array(keys))
+
+
+# ---------------------------------------------------------------------------------------
+# The join: all inputs grouped by (query, document)
+# ---------------------------------------------------------------------------------------
+class Joined:
+    """All input rows grouped by (query, document).
+
+    ``starts[g]`` is the first grouped row of group ``g``; ``gq``/``gdoc`` its query code and
+    doc key. Per grouped row (gathered lazily): ``run`` (input index), ``rank``, ``score``
+    (raw), ``value`` (normalised). ``lengths[i, q]`` is input ``i``'s list length for query
+    ``q`` (0 when it lacks the query).
+    """
+
+    def __init__(self, *, names, qid_values, coder, starts, gq, gdoc, source, n_rows, preps, lengths, norm,
+                 ties, depth, missing):
+        self.names = names
+        self.qid_values = qid_values
+        self.coder = coder
+        self.starts = starts
+        self.gq = gq
+        self.gdoc = gdoc
+        self._source = source  # grouped row -> row of the concatenated inputs
+        self._n_rows = n_rows
+        self._preps = preps
+        self.lengths = lengths
+        self.norm = norm
+        self.ties = ties
+        self.depth = depth
+        self.missing = missing
+        self._cache: dict[str, np.ndarray] = {}
+
+    def _gather(self, name: str, build) -> np.ndarray:
+        if name not in self._cache:
+            self._cache[name] = np.concatenate(build())[self._source]
+        return self._cache[name]
+
+    @property
+    def run(self) -> np.ndarray:
+        return self._gather("run", lambda: [np.full(n, i, dtype=np.int16) for i, n in enumerate(self._n_rows)])
+
+    @property
+    def rank(self) -> np.ndarray:
+        return self._gather("rank", lambda: [p.rank for p in self._preps])
+
+    @property
+    def score(self) -> np.ndarray:
+        return self._gather("score", lambda: [p.score for p in self._preps])
+
+    @property
+    def value(self) -> np.ndarray:
+        if self.norm is None:
+            return self.score
+        return self._gather("value", lambda: [normalise(p.score, p.rank, p.seg_len, self.norm) for p in self._preps])
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.starts)
+
+    @property
+    def counts(self) -> np.ndarray:
+        if "counts" not in self._cache:
+            self._cache["counts"] = np.diff(np.append(self.starts, len(self._source)))
+        return self._cache["counts"]
+
+    @property
+    def group_of_row(self) -> np.ndarray:
+        if "gid" not in self._cache:
+            self._cache["gid"] = np.repeat(np.arange(self.n_groups, dtype=np.int64), self.counts)
+        return self._cache["gid"]
+
+
+def join(runs: Sequence[Run], norm: str | None = None, depth: int | None = None, ties: str = "trec") -> Joined:
+    """Join the inputs on (qid, docid) after ranking, ``depth`` and normalisation.
+
+    Each input's rows are packed as ``doc key << b | row`` into a matrix with one row per
+    query (each input in its own column band) and the matrix rows are sorted in place, so the
+    grouping costs one cache-friendly sort of short rows instead of a global sort; very ragged
+    inputs or very wide keys fall back to one global sort.
+    """
+    runs = list(runs)
+    names = _unique_names(runs)
+    qid_values = pd.unique(np.concatenate([r.qid_values for r in runs]))
+    qindex = pd.Index(qid_values)
+    n_q = len(qid_values)
+    preps = [_prepare(r, qindex.get_indexer(r.qid_values).astype(np.int64), ties, depth) for r in runs]
+    docs = []
+    for r, p in zip(runs, preps):
+        docs.append(r.docids if p.rows is None else r.docids.take(pa.array(p.rows)))
+    coder = _DocCoder(docs)
+    del docs
+
+    n_rows = np.array([len(p.rank) for p in preps], dtype=np.int64)
+    offsets = np.concatenate(([0], np.cumsum(n_rows)))
+    total = int(offsets[-1])
+    lengths = np.zeros((len(runs), n_q), dtype=np.int64)
+    for i, p in enumerate(preps):
+        lengths[i, p.seg_q] = p.seg_len
+    per_q = lengths.sum(axis=0)
+    g_bits = max(int(total).bit_length(), 1)
+    widths = lengths.max(axis=1) if n_q else np.zeros(len(runs), np.int64)
+    width = int(widths.sum())
+    g_mask = np.uint64((1 << g_bits) - 1)
+    if coder.bits + g_bits <= 64 and n_q * width <= 3 * total + 1_000_000:
+        # Matrix path: one row per query, each input in its own column band; sort each row.
+        mat = np.empty((n_q, max(width, 1)), dtype=np.uint64)
+        full = bool((per_q == width).all())
+        if not full:
+            mat.fill(_SENTINEL)
+        col0 = 0
+        for i, (p, key) in enumerate(zip(preps, coder.keys)):
+            packed = key.astype(np.uint64)
+            packed <<= np.uint64(g_bits)
+            packed |= np.arange(offsets[i], offsets[i + 1], dtype=np.uint64)
+            w_i = int(widths[i])
+            if len(p.seg_len) and (p.seg_len == w_i).all():  # every list has the same length
+                mat[p.seg_q, col0 : col0 + w_i] = packed.reshape(-1, w_i)
+            elif len(packed):
+                block = p.row_block()
+                dest = (p.seg_q * mat.shape[1] + col0 - p.seg_start)[block]
+                dest += np.arange(len(packed))
+                mat.ravel()[dest] = packed
+            col0 += w_i
+            del packed
+        mat.sort(axis=1)
+        if full:
+            keys = mat.ravel()
+        else:
+            keys = mat[np.arange(mat.shape[1])[None, :] < per_q[:, None]]
+        del mat
+        q_first = np.concatenate(([0], np.cumsum(per_q)[:-1]))[per_q > 0]
+        q_of_group_row = None
+    else:
+        q_bits = max(int(n_q).bit_length(), 1)
+        q_first = None
+        if q_bits + coder.bits + g_bits <= 64:
+            parts = []
+            for i, (p, key) in enumerate(zip(preps, coder.keys)):
+                q_row = p.seg_q[p.row_block()].astype(np.uint64)
+                parts.append((q_row << np.uint64(coder.bits + g_bits)) | (key.astype(np.uint64) << np.uint64(g_bits))
+                             | np.arange(offsets[i], offsets[i + 1], dtype=np.uint64))
+            keys = np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
+            q_of_group_row = (keys >> np.uint64(coder.bits + g_bits)).astype(np.int64)
+            keys = keys & np.uint64((1 << (coder.bits + g_bits)) - 1)
+        else:  # very wide keys: exact lexicographic sort
+            q_all = np.concatenate([p.seg_q[p.row_block()] for p in preps])
+            k_all = np.concatenate(coder.keys).astype(np.uint64)
+            order = np.lexsort((k_all, q_all))
+            q_of_group_row = q_all[order]
+            keys = None
+            row_doc = k_all[order]
+            source = order.astype(np.int64)
+    new = np.ones(total, dtype=bool)
+    if keys is not None:
+        if total > 1:
+            diff = keys[1:] ^ keys[:-1]
+            np.greater(diff, g_mask, out=new[1:])
+            del diff
+        source = (keys & g_mask).astype(np.int64)
+    elif total > 1:
+        new[1:] = row_doc[1:] != row_doc[:-1]
+    if q_first is not None:
+        new[q_first] = True
+    else:
+        new[1:] |= q_of_group_row[1:] != q_of_group_row[:-1]
+    starts = np.flatnonzero(new)
+    del new
+    if keys is not None:
+        gdoc = (keys[starts] >> np.uint64(g_bits)).astype(np.int64)
+        del keys
+    else:
+        gdoc = row_doc[starts].astype(np.int64)
+    if q_first is not None:
+        q_start_group = np.searchsorted(starts, np.concatenate(([0], np.cumsum(per_q))))
+        gq = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(q_start_group))
+    else:
+        gq = q_of_group_row[starts]
+    missing = {}
+    for name, row in zip(names, lengths):
+        absent = np.flatnonzero(row == 0)
+        missing[name] = [str(q) for q in qid_values[absent]]
+    return Joined(names=names, qid_values=np.asarray(qid_values, dtype=object), coder=coder, starts=starts, gq=gq,
+                  gdoc=gdoc, source=source, n_rows=n_rows, preps=preps, lengths=lengths, norm=norm, ties=ties,
+                  depth=depth, missing=missing)
+
+
+# ---------------------------------------------------------------------------------------
+# Scoring
+# ---------------------------------------------------------------------------------------
+def _exact_group_sum(contrib: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Order-independent group sums: fixed point with a power-of-two quantum."""
+    if len(contrib) == 0:
+        return np.zeros(0)
+    top = float(np.abs(contrib).max())
+    if top == 0.0:
+        return np.zeros(len(starts))
+    quantum = _quantum(top)
+    fixed = np.rint(contrib / quantum).astype(np.int64)
+    return np.add.reduceat(fixed, starts).astype(np.float64) * quantum
+
+
+def _quantum(top: float) -> float:
+    return 2.0 ** (math.frexp(top)[1] - 50)
+
+
+def _additive_fast(j: Joined, method: str, k: float, w: np.ndarray) -> np.ndarray:
+    """Fused scores of the additive methods without per-row contributions: each input's
+    contributions are computed in its own (sequential) order, fixed-point, then gathered once."""
+    parts = []
+    for i, p in enumerate(j._preps):
+        if method == "rrf":
+            parts.append(w[i] / (k + p.rank))
+        elif method == "isr":
+            parts.append(w[i] / (p.rank.astype(np.float64) ** 2))
+        else:
+            parts.append(w[i] * normalise(p.score, p.rank, p.seg_len, j.norm))
+    top = max((float(np.abs(x).max()) for x in parts if len(x)), default=0.0)
+    if top == 0.0 or len(j.starts) == 0:
+        sums = np.zeros(len(j.starts))
+    else:
+        quantum = _quantum(top)
+        fixed = np.empty(sum(len(x) for x in parts), dtype=np.int64)
+        at = 0
+        for x in parts:
+            fixed[at : at + len(x)] = np.rint(x / quantum)
+            at += len(x)
+        del parts
+        sums = np.add.reduceat(fixed[j._source], j.starts).astype(np.float64) * quantum
+    if method in ("isr", "combmnz"):
+        return sums * j.counts
+    if method == "combanz":
+        return sums / j.counts
+    return sums
+
+
+def score_joined(
+    j: Joined, method: str, k: float = 60, weights: np.ndarray | None = None, contributions: bool = True
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """(fused score per group, contribution per grouped row or None) for ``method``.
+
+    Borda's per-row contribution covers the inputs that list the document; the points an
+    input gives to documents it does not list are in `absent_points`.
+    """
+    w = np.ones(len(j.names)) if weights is None else np.asarray(weights, dtype=float)
+    if not contributions and method in ("rrf", "isr", "combsum", "wsum", "combmnz", "combanz"):
+        return _additive_fast(j, method, k, w), None
+    wr = w[j.run]
+    counts = j.counts
+    gid = j.group_of_row
+    if method == "rrf":
+        contrib = wr / (k + j.rank)
+        return _exact_group_sum(contrib, j.starts), contrib
+    if method == "isr":
+        base = wr / (j.rank.astype(float) ** 2)
+        contrib = base * counts[gid]
+        return _exact_group_sum(base, j.starts) * counts, contrib
+    if method == "borda":
+        n_cand = np.bincount(j.gq, minlength=len(j.qid_values)).astype(float)
+        absent = absent_points(j, w)  # (runs, queries)
+        points = n_cand[j.gq[gid]] - j.rank + 1.0
+        contrib = wr * points
+        extra = contrib - absent[j.run, j.gq[gid]]
+        base = absent.sum(axis=0)[j.gq]
+        return base + _exact_group_sum(extra, j.starts), contrib
+    v = wr * j.value
+    if method in ("combsum", "wsum"):
+        return _exact_group_sum(v, j.starts), v
+    if method == "combmnz":
+        return _exact_group_sum(v, j.starts) * counts, v * counts[gid]
+    if method == "combanz":
+        return _exact_group_sum(v, j.starts) / counts, v / counts[gid]
+    if method in ("combmax", "combmin"):
+        if len(v) == 0:
+            return np.zeros(0), v
+        red = np.maximum if method == "combmax" else np.minimum
+        fused = red.reduceat(v, j.starts)
+        hit = np.flatnonzero(v == fused[gid])
+        first = hit[np.r_[True, gid[hit][1:] != gid[hit][:-1]]] if len(hit) else hit
+        first_hit = np.zeros(len(v), dtype=bool)
+        first_hit[first] = True
+        return fused, np.where(first_hit, v, 0.0)
+    if method == "combmed":
+        order = np.lexsort((v, gid))
+        sv = v[order]
+        lo = j.starts + (counts - 1) // 2
+        hi = j.starts + counts // 2
+        fused = (sv[lo] + sv[hi]) / 2.0
+        share = np.zeros(len(v))
+        pos_in_sorted = np.empty(len(v), dtype=np.int64)
+        pos_in_sorted[order] = np.arange(len(v))
+        is_lo = pos_in_sorted == lo[gid]
+        is_hi = pos_in_sorted == hi[gid]
+        share = np.where(is_lo & is_hi, 1.0, np.where(is_lo | is_hi, 0.5, 0.0))
+        return fused, v * share
+    raise FusionError(f"unknown fusion method {method!r}")
+
+
+def absent_points(j: Joined, weights: np.ndarray) -> np.ndarray:
+    """Borda points ``w_i (N_q - m_iq + 1) / 2`` each input gives a document it does not list,
+    as a (runs, queries) array (``N_q`` candidates of query q, ``m_iq`` its list length)."""
+    n_cand = np.bincount(j.gq, minlength=len(j.qid_values)).astype(float)
+    return np.asarray(weights, dtype=float)[:, None] * (n_cand[None, :] - j.lengths + 1.0) / 2.0
+
+
+def _trec_positions(run: Run) -> np.ndarray:
+    """0-based position of every file row of ``run`` under trec order."""
+    ranked = run.ranked
+    pos = ranked.group_start.copy()
+    tied = np.flatnonzero(ranked.group_size > 1)
+    if len(tied):
+        pos[tied] += docid_rank_in_group(run, ranked.order[tied])
+    out = np.empty(len(pos), dtype=np.int64)
+    out[ranked.order] = pos
+    return out
+
+
+def _truncate(run: Run, top_k: int) -> Run:
+    """Keep the first ``top_k`` documents per query under trec order (exact at tie cuts)."""
+    ranked = run.ranked
+    starts = ranked.group_start[ranked.inverse]
+    sizes = ranked.group_size[ranked.inverse]
+    keep = starts + sizes <= top_k
+    straddle = np.flatnonzero((starts < top_k) & (starts + sizes > top_k))
+    if len(straddle):
+        offs = docid_rank_in_group(run, straddle)
+        keep[straddle[starts[straddle] + offs < top_k]] = True
+    if keep.all():
+        return run
+    table = run.table.filter(pa.array(keep))
+    return Run(name=run.name, table=table, source=run.source, meta=dict(run.meta))
+
+
+def _build_run(j: Joined, fused: np.ndarray, name: str, meta: dict) -> Run:
+    present = np.unique(j.gq)
+    local = np.searchsorted(present, j.gq).astype(np.int32)
+    qvals = j.qid_values[present]
+    qcol = pa.DictionaryArray.from_arrays(pa.array(local), pa.array(list(qvals), pa.string())).dictionary_decode()
+    table = pa.table({"qid": qcol, "docid": j.coder.decode(j.gdoc), "score": pa.array(fused, pa.float64())})
+    run = Run(name=name, table=table, meta=meta)
+    run.__dict__["_query_encoding"] = (local, np.asarray(qvals, dtype=object))
+    return run
+
+
+def fuse(
+    runs: Sequence[Run],
+    method: str = "rrf",
+    k: float = 60,
+    weights: Sequence[float] | None = None,
+    norm: str | None = None,
+    depth: int | None = None,
+    top_k: int | None = None,
+    ties: str = "trec",
+    name: str | None = None,
+    warn: bool = True,
+) -> Run:
+    """Fuse ``runs`` with ``method`` (see the module docstring for every formula).
+
+    Returns a `Run` named ``name`` (default ``"rrf(a,b)"``) whose ``meta["fusion"]`` is a
+    `FusionReport`. Raises `FusionError` for fewer than two runs, a weight count that differs
+    from the run count, ``k <= 0`` (RRF), an unknown method or normalisation.
+    """
+    method, w = _check(runs, method, k, weights, norm, depth, top_k, ties)
+    j = join(runs, norm=norm if method in SCORE_METHODS else None, depth=depth, ties=ties)
+    fused, _ = score_joined(j, method, k, w, contributions=False)
+    report = _report(j, method, k, w, norm, depth, top_k, ties)
+    if warn and not report.complete:
+        warnings.warn("; ".join(report.notes), DataWarning, stacklevel=2)
+    label = name or f"{method}({','.join(j.names)})"
+    run = _build_run(j, fused, label, {"fusion": report})
+    if top_k is not None:
+        run = _truncate(run, int(top_k))
+    return run
+
+
+def _report(j: Joined, method, k, w, norm, depth, top_k, ties) -> FusionReport:
+    notes = []
+    for name, qs in j.missing.items():
+        if qs:
+            notes.append(f"{name} lacks {len(qs)} of {len(j.qid_values)} queries (fused from the other inputs)")
+    if norm is not None and method in RANK_METHODS:
+        notes.append(f"normalisation {norm!r} ignored: {method} uses ranks only")
+    return FusionReport(
+        method=method,
+        inputs=list(j.names),
+        k=float(k) if method == "rrf" else None,
+        weights=[float(x) for x in w],
+        norm=norm if method in SCORE_METHODS else None,
+        depth=depth,
+        top_k=top_k,
+        ties=ties,
+        n_queries=len(j.qid_values),
+        missing=j.missing,
+        notes=notes,
+    )
+
+
+# ---------------------------------------------------------------------------------------
+# Provenance and sweeps
+# ---------------------------------------------------------------------------------------
+def provenance(
+    runs: Sequence[Run],
+    method: str = "rrf",
+    k: float = 60,
+    weights: Sequence[float] | None = None,
+    norm: str | None = None,
+    depth: int | None = None,
+    top_k: int | None = None,
+    ties: str = "trec",
+    qids: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Where every fused document came from, in long form: one row per (fused document, input).
+
+    Columns: qid, docid, fused_rank (trec order, 1-based), fused_score, tie_group, tie_size,
+    input, input_rank, input_score, input_value (normalised score; NaN when absent) and
+    contribution (that input's share of the fused score; Borda gives absent documents points).
+    ``qids`` restricts the computation to those queries (exact: fusion is per query).
+    """
+    method, w = _check(runs, method, k, weights, norm, depth, top_k, ties)
+    runs = list(runs)
+    if qids is not None:
+        runs = [r.subset(list(qids)) for r in runs]
+    j = join(runs, norm=norm if method in SCORE_METHODS else None, depth=depth, ties=ties)
+    fused_scores, contrib = score_joined(j, method, k, w)
+    fused = _build_run(j, fused_scores, "fused", {})
+    if top_k is not None:
+        fused = _truncate(fused, int(top_k))
+    ranked = fused.sorted_frame("trec").rename(
+        columns={"rank": "fused_rank", "score": "fused_score"}
+    )
+    n_in = len(j.names)
+    gid = j.group_of_row
+    row_key = pd.DataFrame(
+        {
+            "g": gid,
+            "input": j.run.astype(np.int64),
+            "input_rank": j.rank,
+            "input_score": j.score,
+            "input_value": j.value,
+            "contribution": contrib,
+        }
+    )
+    grid = pd.DataFrame({"g": np.repeat(np.arange(j.n_groups), n_in), "input": np.tile(np.arange(n_in), j.n_groups)})
+    long = grid.merge(row_key, on=["g", "input"], how="left")
+    if method == "borda":
+        absent = absent_points(j, w)
+        miss = long["input_rank"].isna().to_numpy()
+        gq = j.gq[long["g"].to_numpy()]
+        long.loc[miss, "contribution"] = absent[long["input"].to_numpy()[miss], gq[miss]]
+    else:
+        long["contribution"] = long["contribution"].fillna(0.0)
+    long["qid"] = j.qid_values[j.gq[long["g"].to_numpy()]].astype(str)
+    long["docid"] = np.asarray(j.coder.decode(j.gdoc).to_pylist(), dtype=object)[long["g"].to_numpy()]
+    long["input"] = np.asarray(j.names, dtype=object)[long["input"].to_numpy()]
+    long["input_rank"] = long["input_rank"].astype("Int64")
+    out = ranked[["qid", "docid", "fused_rank", "fused_score", "tie_group", "tie_size"]].merge(
+        long.drop(columns="g"), on=["qid", "docid"], how="left"
+    )
+    return out.reset_index(drop=True)
+
+
+def provenance_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """`provenance` pivoted: one row per fused document, ``rank[input]``, ``score[input]``,
+    ``contribution[input]`` columns."""
+    keys = ["qid", "docid", "fused_rank", "fused_score", "tie_group", "tie_size"]
+    wide = long.set_index([*keys, "input"])[["input_rank", "input_score", "contribution"]].unstack("input")
+    wide.columns = [f"{a.replace('input_', '')}[{b}]" for a, b in wide.columns]
+    return wide.reset_index().sort_values(["qid", "fused_rank"], kind="stable").reset_index(drop=True)
+
+
+def sweep_k(
+    runs: Sequence[Run],
+    qrels: Qrels,
+    metric: str,
+    ks: Sequence[float] = (1, 2, 5, 10, 20, 40, 60, 100, 150, 200),
+    weights: Sequence[float] | None = None,
+    depth: int | None = None,
+    top_k: int | None = None,
+    policies: Sequence[str] = ("trec", "expected"),
+) -> pd.DataFrame:
+    """RRF quality as ``k`` varies: columns k, policy, value (the join is computed once)."""
+    from core.metrics import evaluate
+
+    _, w = _check(runs, "rrf", 60, weights, None, depth, top_k, "trec")
+    for k in ks:
+        if k <= 0:
+            raise FusionError(f"RRF needs k > 0, got {k!r}")
+    j = join(runs, depth=depth)
+    rows = []
+    for k in ks:
+        fused_scores, _ = score_joined(j, "rrf", k, w, contributions=False)
+        run = _build_run(j, fused_scores, f"k={k:g}", {})
+        if top_k is not None:
+            run = _truncate(run, int(top_k))
+        for policy in policies:
+            value = float(evaluate([run], qrels, [metric], ties=policy).aggregate.iloc[0, 0])
+            rows.append({"k": float(k), "policy": policy, "value": value})
+    return pd.DataFrame(rows)
+
+
+def sweep_weight(
+    runs: Sequence[Run],
+    qrels: Qrels,
+    metric: str,
+    method: str = "rrf",
+    k: float = 60,
+    norm: str | None = None,
+    depth: int | None = None,
+    top_k: int | None = None,
+    alphas: Sequence[float] = tuple(np.round(np.linspace(0, 1, 11), 2)),
+    policies: Sequence[str] = ("trec", "expected"),
+) -> pd.DataFrame:
+    """Two runs with weights ``(alpha, 1 - alpha)``: columns alpha, policy, value."""
+    from core.metrics import evaluate
+
+    runs = list(runs)
+    if len(runs) != 2:
+        raise FusionError(f"the weight sweep needs exactly two runs, got {len(runs)}")
+    method, _ = _check(runs, method, k, None, norm, depth, top_k, "trec")
+    j = join(runs, norm=norm if method in SCORE_METHODS else None, depth=depth)
+    rows = []
+    for a in alphas:
+        fused_scores, _ = score_joined(j, method, k, np.array([a, 1.0 - a]), contributions=False)
+        run = _build_run(j, fused_scores, f"alpha={a:g}", {})
+        if top_k is not None:
+            run = _truncate(run, int(top_k))
+        for policy in policies:
+            value = float(evaluate([run], qrels, [metric], ties=policy).aggregate.iloc[0, 0])
+            rows.append({"alpha": float(a), "policy": policy, "value": value})
+    return pd.DataFrame(rows)

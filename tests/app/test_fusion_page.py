@@ -1,0 +1,73 @@
+"""AppTest for the Fusion page, driven through app.py (navigation + shared sidebar).
+
+Until app.py registers ``pages/fusion.py`` the page file is run on its own (with the demo
+qrels selected by hand); once registered, the test goes through app.py only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from streamlit.testing.v1 import AppTest
+
+PAGE = "pages/fusion.py"
+ROOT = Path(__file__).resolve().parents[2]
+QRELS = "Demo qrels (graded 0-3)"
+
+
+def _open() -> AppTest:
+    if PAGE in (ROOT / "app.py").read_text(encoding="utf-8"):
+        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+        at.run()
+        at.switch_page(PAGE)
+    else:  # not registered yet: run the page on its own
+        at = AppTest.from_file(str(ROOT / PAGE), default_timeout=60)
+        at.session_state["sel_qrels"] = QRELS
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _titles(at: AppTest) -> list[str]:
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+def test_demo_fusion_page_end_to_end():
+    at = _open()
+    assert at.title[0].value == "Fusion"
+    assert at.multiselect(key="fuse_runs").value == ["dense (e5)", "sparse (bm25)", "graph (entities)"]
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["Fused queries"] == "50"
+    assert metrics["Queries with ties"].endswith("%") and int(metrics["Queries with ties"][:-1]) > 50
+    table = at.dataframe[0].value
+    assert "rrf(dense (e5),sparse (bm25),graph (entities))" in table.index
+    assert {"ndcg@10 (trad.)", "ndcg@10 tie-aware", "queries with ties"} <= set(table.columns)
+    fused_row = table.loc["rrf(dense (e5),sparse (bm25),graph (entities))"]
+    assert fused_row["ndcg@10 tie-aware"] > table["ndcg@10 tie-aware"].iloc[:3].max()  # the demo's story
+    titles = _titles(at)
+    assert any(t.startswith("Query q100: where each document moved") for t in titles)
+    assert any("as k varies" in t for t in titles)
+    k_fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "as k varies" in
+                 json.loads(c.proto.spec)["layout"]["title"]["text"])
+    assert k_fig["layout"]["xaxis"]["type"] == "log"
+    assert {t["name"] for t in k_fig["data"]} == {"trec", "expected"}
+
+    # two runs, CombMNZ with min-max: the weight sweep appears; add the fused run to the workspace
+    at.multiselect(key="fuse_runs").set_value(["dense (e5)", "sparse (bm25)"]).run()
+    at.selectbox(key="fuse_method").set_value("combmnz").run()
+    at.selectbox(key="fuse_norm").set_value("minmax").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("as the weight moves" in t for t in _titles(at))
+    at.button(key="fuse_add").click().run()
+    assert any("Added" in s.value for s in at.success)
+    assert "combmnz(dense (e5),sparse (bm25))" in at.session_state["workspace"].names("run")
+
+
+def test_bad_weights_show_a_readable_error():
+    at = _open()
+    at.number_input(key="fuse_w_dense (e5)").set_value(0.0).run()
+    at.number_input(key="fuse_w_sparse (bm25)").set_value(0.0).run()
+    assert not at.exception
+    at.selectbox(key="fuse_method").set_value("borda").run()
+    assert not at.exception, [e.value for e in at.exception]

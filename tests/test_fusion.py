@@ -1,0 +1,376 @@
+"""Rank fusion: agreement with ranx, hand-checked cases, options and every error."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from core.data import Qrels, Run
+from core.errors import DataWarning, RankLensError
+from core.fusion import (
+    METHODS,
+    FusionError,
+    FusionReport,
+    fuse,
+    normalise,
+    provenance,
+    provenance_wide,
+    sweep_k,
+    sweep_weight,
+)
+
+
+def make_run(name: str, lists: dict[str, list[str]], scores: dict[str, list[float]] | None = None) -> Run:
+    """A run from ranked doc lists (scores n..1 unless given)."""
+    rows = []
+    for q, docs in lists.items():
+        sc = scores[q] if scores else [float(len(docs) - i) for i in range(len(docs))]
+        rows += [(q, d, s) for d, s in zip(docs, sc)]
+    return Run.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "score"]), name)
+
+
+def as_dict(run: Run) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for q, d, s in zip(*(run.table[c].to_pylist() for c in ("qid", "docid", "score"))):
+        out.setdefault(q, {})[d] = s
+    return out
+
+
+def ranked(run: Run, qid: str) -> list[str]:
+    return run.query(qid)["docid"].tolist()
+
+
+@pytest.fixture
+def classic() -> list[Run]:
+    """The seed's example: chunk A is first in two lists and second in the third."""
+    return [
+        make_run("vector", {"q": ["A", "B", "C"]}),
+        make_run("graph", {"q": ["A", "D", "E"]}),
+        make_run("keyword", {"q": ["F", "A", "G"]}),
+    ]
+
+
+# ---------------------------------------------------------------------------------------
+# Agreement with ranx on random runs without score ties
+# ---------------------------------------------------------------------------------------
+def random_runs(seed: int, n_runs: int = 3, n_queries: int = 25) -> list[Run]:
+    rng = np.random.default_rng(seed)
+    runs = []
+    pools = {f"q{i}": [f"d{i}_{j}" for j in range(int(rng.integers(4, 40)))] for i in range(n_queries)}
+    for r in range(n_runs):
+        rows = []
+        for q, pool in pools.items():
+            m = int(rng.integers(2, len(pool) + 1))
+            docs = rng.choice(pool, size=m, replace=False)
+            scores = rng.normal(size=m) * 3 + 10  # distinct with probability 1
+            rows += [(q, d, float(s)) for d, s in zip(docs, scores)]
+        runs.append(Run.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "score"]), f"r{r}"))
+    return runs
+
+
+RANX_CASES = [
+    ("rrf", None, {"k": 60}, {"k": 60}),
+    ("rrf", None, {"k": 5}, {"k": 5}),
+    ("isr", None, {}, {}),
+    ("borda", None, {}, {}),
+    ("combsum", "minmax", {}, {}),
+    ("combmnz", "minmax", {}, {}),
+    ("combsum", "zscore", {}, {}),
+    ("combmnz", None, {}, {}),
+    ("combanz", "minmax", {}, {}),
+    ("combmax", "minmax", {}, {}),
+    ("combmin", "sum", {}, {}),
+    ("combmed", "max", {}, {}),
+    ("combsum", "rank", {}, {}),
+]
+RANX_NAMES = {"rrf": "rrf", "isr": "isr", "borda": "bordafuse", "combsum": "sum", "combmnz": "mnz",
+              "combanz": "anz", "combmax": "max", "combmin": "min", "combmed": "med"}
+RANX_NORMS = {None: None, "minmax": "min-max", "zscore": "zmuv", "sum": "sum", "max": "max", "rank": "rank"}
+
+
+@pytest.mark.parametrize("method,norm,ours,theirs", RANX_CASES)
+def test_agrees_with_ranx(method, norm, ours, theirs):
+    ranx = pytest.importorskip("ranx")
+    runs = random_runs(seed=RANX_CASES.index((method, norm, ours, theirs)), n_runs=3)
+    fused = fuse(runs, method, norm=norm, **ours)
+    ref = ranx.fuse([ranx.Run(as_dict(r), name=r.name) for r in runs], norm=RANX_NORMS[norm],
+                    method=RANX_NAMES[method], params=theirs)
+    got = as_dict(fused)
+    want = {q: dict(d) for q, d in ref.to_dict().items()}
+    assert got.keys() == want.keys()
+    for q in want:
+        assert got[q].keys() == want[q].keys(), q
+        for d, s in want[q].items():
+            assert math.isclose(got[q][d], s, rel_tol=1e-9, abs_tol=1e-12), (method, q, d, got[q][d], s)
+
+
+def test_weighted_rrf_agrees_with_ranx_weighted():
+    ranx = pytest.importorskip("ranx")
+    runs = random_runs(seed=7, n_runs=2)
+    w = [0.7, 0.3]
+    fused = fuse(runs, "combsum", weights=w, norm="minmax")
+    ref = ranx.fuse([ranx.Run(as_dict(r)) for r in runs], norm="min-max", method="wsum", params={"weights": w})
+    got = as_dict(fused)
+    for q, docs in ref.to_dict().items():
+        for d, s in docs.items():
+            assert math.isclose(got[q][d], s, rel_tol=1e-9, abs_tol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------
+# Hand-checked small cases
+# ---------------------------------------------------------------------------------------
+def test_classic_rrf(classic):
+    fused = fuse(classic, "rrf", k=60)
+    scores = as_dict(fused)["q"]
+    assert scores["A"] == pytest.approx(1 / 61 + 1 / 61 + 1 / 62)
+    assert scores["F"] == pytest.approx(1 / 61)
+    assert scores["B"] == scores["D"] == pytest.approx(1 / 62)  # an exact tie
+    assert scores["C"] == scores["E"] == scores["G"] == pytest.approx(1 / 63)
+    assert ranked(fused, "q") == ["A", "F", "D", "B", "G", "E", "C"]  # ties: docid descending
+    assert fused.name == "rrf(vector,graph,keyword)"
+
+
+def test_classic_rrf_k_zero_like_seed(classic):
+    """The seed's worked example omits k (1/rank): A = 1 + 1 + 1/2 = 2.5, B = D = 0.5."""
+    scores = as_dict(fuse(classic, "rrf", k=1e-12))["q"]
+    assert scores["A"] == pytest.approx(2.5)
+    assert scores["B"] == pytest.approx(0.5) and scores["D"] == pytest.approx(0.5)
+
+
+def test_classic_other_methods(classic):
+    isr = as_dict(fuse(classic, "isr"))["q"]
+    assert isr["A"] == pytest.approx(3 * (1 + 1 + 1 / 4))
+    assert isr["F"] == pytest.approx(1.0)
+    borda = as_dict(fuse(classic, "borda"))["q"]  # N = 7 candidates, absent docs get (7-3+1)/2
+    assert borda["A"] == pytest.approx(7 + 7 + 6)
+    assert borda["F"] == pytest.approx(7 + 2.5 + 2.5)
+    assert borda["C"] == pytest.approx(5 + 2.5 + 2.5)
+    mnz = as_dict(fuse(classic, "combmnz", norm="minmax"))["q"]
+    assert mnz["A"] == pytest.approx(3 * (1 + 1 + 0.5))
+    assert mnz["C"] == pytest.approx(0.0)
+    anz = as_dict(fuse(classic, "combanz", norm="minmax"))["q"]
+    assert anz["A"] == pytest.approx(2.5 / 3)
+    assert as_dict(fuse(classic, "combmax", norm="minmax"))["q"]["A"] == 1.0
+    assert as_dict(fuse(classic, "combmin", norm="minmax"))["q"]["A"] == 0.5
+    assert as_dict(fuse(classic, "combmed", norm="minmax"))["q"]["A"] == 1.0
+    assert as_dict(fuse(classic, "wsum", norm="minmax"))["q"] == as_dict(fuse(classic, "combsum", norm="minmax"))["q"]
+
+
+def test_lists_of_different_lengths():
+    a = make_run("a", {"q": ["x", "y", "z", "w", "v"]})
+    b = make_run("b", {"q": ["z"]})
+    fused = as_dict(fuse([a, b], "rrf", k=1))["q"]
+    assert fused["z"] == pytest.approx(1 / 4 + 1 / 2)
+    assert fused["v"] == pytest.approx(1 / 6)
+    borda = as_dict(fuse([a, b], "borda"))["q"]  # N = 5; b lists 1 doc, others get (5-1+1)/2
+    assert borda["z"] == pytest.approx(3 + 5)
+    assert borda["x"] == pytest.approx(5 + 2.5)
+    # single-document list under minmax: its document counts as that list's top (1.0)
+    assert as_dict(fuse([a, b], "combsum", norm="minmax"))["q"]["z"] == pytest.approx(0.5 + 1.0)
+
+
+def test_weights(classic):
+    scores = as_dict(fuse(classic, "rrf", k=60, weights=[2, 1, 0]))["q"]
+    assert scores["A"] == pytest.approx(2 / 61 + 1 / 61)
+    assert scores["F"] == 0.0  # keyword has weight 0: kept with zero score
+    assert scores["B"] == pytest.approx(2 / 62)
+
+
+def test_depth_truncates_inputs_before_fusion(classic):
+    fused = fuse(classic, "rrf", k=60, depth=1)
+    assert set(as_dict(fused)["q"]) == {"A", "F"}
+    borda = as_dict(fuse(classic, "borda", depth=2))["q"]  # candidates A B D F: N = 4
+    assert borda["A"] == pytest.approx(4 + 4 + 3)
+    assert borda["B"] == pytest.approx(3 + 1.5 + 1.5)
+
+
+def test_top_k_cuts_in_trec_order(classic):
+    fused = fuse(classic, "rrf", k=60, top_k=3)
+    assert ranked(fused, "q") == ["A", "F", "D"]  # D beats its tie partner B (docid descending)
+    assert len(fuse(classic, "rrf", top_k=100)) == 7
+
+
+def test_exact_ties_whatever_the_input_order():
+    """Equal multisets of ranks give bit-identical RRF scores (fixed-point summation)."""
+    a = make_run("a", {"q": ["x", "y", "z"]})
+    b = make_run("b", {"q": ["y", "z", "x"]})
+    c = make_run("c", {"q": ["z", "x", "y"]})
+    scores = as_dict(fuse([a, b, c], "rrf", k=60))["q"]
+    assert scores["x"] == scores["y"] == scores["z"]
+    assert fuse([a, b, c], "rrf").ranked.group_size.max() == 3
+
+
+def test_input_ties_broken_trec_style():
+    # d2 and d1 tie on score: trec order puts d2 (docid descending) at rank 1
+    a = make_run("a", {"q": ["d1", "d2", "d3"]}, {"q": [5.0, 5.0, 1.0]})
+    b = make_run("b", {"q": ["d9"]})
+    scores = as_dict(fuse([a, b], "rrf", k=0.5))["q"]
+    assert scores["d2"] == pytest.approx(1 / 1.5)
+    assert scores["d1"] == pytest.approx(1 / 2.5)
+    given = as_dict(fuse([a, b], "rrf", k=0.5, ties="given"))["q"]
+    assert given["d1"] == pytest.approx(1 / 1.5)
+
+
+def test_unsorted_input_rows():
+    a = Run.from_frame(pd.DataFrame({"qid": ["q2", "q1", "q2", "q1"], "docid": ["a", "b", "c", "d"],
+                                     "score": [1.0, 2.0, 3.0, 4.0]}), "a")
+    b = make_run("b", {"q1": ["b"], "q2": ["a"]})
+    scores = as_dict(fuse([a, b], "rrf", k=1))
+    assert scores["q1"]["b"] == pytest.approx(1 / 3 + 1 / 2)
+    assert scores["q2"]["c"] == pytest.approx(1 / 2)
+
+
+def test_numeric_and_string_docids_mix():
+    a = make_run("a", {"q": ["10", "9", "007"]})
+    b = make_run("b", {"q": ["9", "7", "10"]})
+    scores = as_dict(fuse([a, b], "rrf", k=1))["q"]
+    assert set(scores) == {"10", "9", "007", "7"}  # "007" and "7" stay different documents
+    assert scores["9"] == pytest.approx(1 / 3 + 1 / 2)
+    numeric = as_dict(fuse([make_run("a", {"q": ["10", "9"]}), make_run("b", {"q": ["9", "100"]})], "rrf", k=1))["q"]
+    assert numeric == pytest.approx({"10": 1 / 2, "9": 1 / 3 + 1 / 2, "100": 1 / 3})
+
+
+def test_normalisations():
+    score = np.array([3.0, 1.0, 2.0, 5.0, 5.0])
+    rank = np.array([1, 3, 2, 1, 2])
+    seg = np.array([3, 2])
+    np.testing.assert_allclose(normalise(score, rank, seg, "minmax"), [1, 0, 0.5, 1, 1])
+    np.testing.assert_allclose(normalise(score, rank, seg, "zscore"), [np.sqrt(1.5), -np.sqrt(1.5), 0, 0, 0])
+    np.testing.assert_allclose(normalise(score, rank, seg, "sum"), [2 / 3, 0, 1 / 3, 0.5, 0.5])
+    np.testing.assert_allclose(normalise(score, rank, seg, "max"), [1, 1 / 3, 2 / 3, 1, 1])
+    np.testing.assert_allclose(normalise(score, rank, seg, "rank"), [1, 1 / 3, 2 / 3, 1, 0.5])
+    assert normalise(score, rank, seg, None) is score
+
+
+def test_provenance_sums_to_fused_score(classic):
+    for method, norm in (("rrf", None), ("borda", None), ("combmnz", "minmax"), ("combmax", "minmax"),
+                         ("combmed", "zscore"), ("isr", None), ("combanz", "sum")):
+        long = provenance(classic, method, norm=norm)
+        assert set(long.columns) >= {"qid", "docid", "fused_rank", "fused_score", "tie_group", "tie_size",
+                                     "input", "input_rank", "input_score", "contribution"}
+        assert len(long) == 7 * 3
+        sums = long.groupby("docid")["contribution"].sum()
+        fused = long.groupby("docid")["fused_score"].first()
+        np.testing.assert_allclose(sums[fused.index], fused, atol=1e-12, err_msg=method)
+    long = provenance(classic, "rrf")
+    a = long[long.docid == "A"].set_index("input")
+    assert a.loc["keyword", "input_rank"] == 2 and a.loc["vector", "input_rank"] == 1
+    assert long[(long.docid == "B") & (long.input == "graph")]["input_rank"].isna().all()
+    wide = provenance_wide(long)
+    assert wide["docid"].tolist() == ["A", "F", "D", "B", "G", "E", "C"]
+    assert "contribution[graph]" in wide.columns and "rank[keyword]" in wide.columns
+    assert wide.loc[wide.docid == "B", "tie_size"].item() == 2
+
+
+def test_provenance_subset_matches_full():
+    runs = random_runs(3, n_runs=3, n_queries=6)
+    full = provenance(runs, "rrf", depth=5)
+    part = provenance(runs, "rrf", depth=5, qids=["q2"])
+    pd.testing.assert_frame_equal(full[full.qid == "q2"].reset_index(drop=True), part)
+
+
+def test_missing_queries_warn_and_report():
+    a = make_run("a", {"q1": ["x"], "q2": ["y"]})
+    b = make_run("b", {"q1": ["x"], "q3": ["z"]})
+    with pytest.warns(DataWarning, match="lacks 1 of 3"):
+        fused = fuse([a, b], "rrf")
+    report = fused.meta["fusion"]
+    assert isinstance(report, FusionReport) and not report.complete
+    assert report.missing == {"a": ["q3"], "b": ["q2"]}
+    assert set(fused.qids) == {"q1", "q2", "q3"}
+    assert report.missing_frame().to_dict("records") == [{"input": "a", "qid": "q3"}, {"input": "b", "qid": "q2"}]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fuse([a, b], "rrf", warn=False).meta["fusion"].n_queries == 3
+
+
+def test_duplicate_input_names_and_custom_name(classic):
+    fused = fuse([classic[0], classic[0]], "rrf", name="twice")
+    assert fused.name == "twice"
+    assert fused.meta["fusion"].inputs == ["vector", "vector (2)"]
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(n_runs=1), "at least two runs"),
+        (dict(n_runs=0), "at least two runs"),
+        (dict(method="nope"), "unknown fusion method"),
+        (dict(norm="l2"), "unknown normalisation"),
+        (dict(k=0), "k > 0"),
+        (dict(k=-3), "k > 0"),
+        (dict(weights=[1.0]), "1 weights for 2 runs"),
+        (dict(weights=[1.0, -1.0]), "non-negative"),
+        (dict(depth=0), "depth must be a positive integer"),
+        (dict(top_k=2.5), "top_k must be a positive integer"),
+        (dict(ties="expected"), "unknown input order"),
+    ],
+)
+def test_errors(classic, kwargs, match):
+    kwargs = dict(kwargs)
+    runs = classic[: kwargs.pop("n_runs", 2)]
+    args = {"method": "rrf", **kwargs}
+    with pytest.raises(FusionError, match=match) as info:
+        fuse(runs, **args)
+    assert isinstance(info.value, RankLensError)
+
+
+def test_every_method_runs_on_random_data():
+    runs = random_runs(11, n_runs=3, n_queries=5)
+    for method in METHODS:
+        fused = fuse(runs, method, norm="minmax", depth=10, top_k=5)
+        assert fused.n_queries == 5 and fused.ranked.query_start[-1] == len(fused)
+        assert (fused.table["docid"].to_pandas().groupby(fused.table["qid"].to_pandas()).size() <= 5).all()
+
+
+def test_sweeps():
+    runs = random_runs(5, n_runs=2, n_queries=8)
+    rows = [(q, d, 1) for q, docs in as_dict(runs[0]).items() for d in list(docs)[:3]]
+    qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "relevance"]))
+    ks = sweep_k(runs, qrels, "ndcg@10", ks=[1, 10, 100])
+    assert list(ks.columns) == ["k", "policy", "value"] and len(ks) == 6
+    direct = fuse(runs, "rrf", k=10)
+    from core.metrics import evaluate
+
+    expect = evaluate([direct], qrels, ["ndcg@10"], ties="trec").aggregate.iloc[0, 0]
+    assert ks[(ks.k == 10) & (ks.policy == "trec")]["value"].item() == pytest.approx(expect)
+    ws = sweep_weight(runs, qrels, "ndcg@10", alphas=[0.0, 0.5, 1.0])
+    assert len(ws) == 6 and ws["value"].between(0, 1).all()
+    with pytest.raises(FusionError):
+        sweep_weight(runs + runs[:1], qrels, "ndcg@10")
+    with pytest.raises(FusionError):
+        sweep_k(runs, qrels, "ndcg@10", ks=[0])
+
+
+def test_fast_scores_equal_contribution_path_exactly():
+    from core.fusion import join, score_joined
+
+    runs = random_runs(21, n_runs=3, n_queries=10)
+    for method, norm in (("rrf", None), ("isr", None), ("combsum", "minmax"), ("combmnz", "zscore"),
+                         ("combanz", "sum"), ("wsum", "max")):
+        j = join(runs, norm=norm if method not in ("rrf", "isr") else None, depth=15)
+        fast, none = score_joined(j, method, 60, np.array([1.0, 0.5, 2.0]), contributions=False)
+        slow, contrib = score_joined(j, method, 60, np.array([1.0, 0.5, 2.0]), contributions=True)
+        assert none is None and contrib is not None
+        np.testing.assert_array_equal(fast, slow, err_msg=method)
+
+
+def test_presorted_input_with_ties_ranks_like_the_general_path():
+    """Tie groups in a score-sorted file get trec ranks (docid descending) on the fast path,
+    exactly as when the same rows arrive shuffled (general path)."""
+    rows = [("q1", d, s) for d, s in [("b", 9.0), ("a", 9.0), ("c", 9.0), ("x", 5.0), ("z", 4.0), ("y", 4.0)]]
+    rows += [("q2", d, s) for d, s in [("m", 2.0), ("n", 2.0)]]
+    frame = pd.DataFrame(rows, columns=["qid", "docid", "score"])
+    sorted_run = Run.from_frame(frame, "a")
+    shuffled = Run.from_frame(frame.sample(frac=1.0, random_state=3), "a")
+    other = make_run("b", {"q1": ["x"], "q2": ["m"]})
+    one = as_dict(fuse([sorted_run, other], "rrf", k=1))
+    two = as_dict(fuse([shuffled, other], "rrf", k=1))
+    assert one == two
+    assert one["q1"]["c"] == pytest.approx(1 / 2) and one["q1"]["a"] == pytest.approx(1 / 4)
+    assert one["q1"]["z"] == pytest.approx(1 / 6) and one["q1"]["y"] == pytest.approx(1 / 7)
+    assert one["q2"]["n"] == pytest.approx(1 / 2)
