@@ -46,7 +46,14 @@ with right:
     else:
         st.dataframe(summary, hide_index=True, width="stretch")
     st.subheader("Start here")
-    st.page_link("pages/data.py", label="Data: upload runs, qrels, answers or chunk maps", icon=":material/upload:")
-    st.page_link("pages/metrics.py", label="Metrics: traditional vs tie-aware", icon=":material/analytics:")
-    st.caption("Command line: `python -m core evaluate --run R --qrels Q --metrics mrr@10,mtrr@10,ndcg@10 "
-               "--ties expected`.")
+    st.page_link("pages/data.py", label="Data — upload runs, qrels, answers or chunk maps", icon=":material/upload:")
+    st.page_link("pages/metrics.py", label="Metrics — traditional vs tie-aware, with tie ranges",
+                 icon=":material/analytics:")
+    st.page_link("pages/fusion.py", label="Fusion — RRF and peers over several runs", icon=":material/merge:")
+    st.page_link("pages/leaderboard.py", label="Leaderboard — Bradley-Terry ratings from pairwise votes",
+                 icon=":material/social_leaderboard:")
+    st.page_link("pages/rerank.py", label="Rerank — LLM rerankers (or offline BM25), calls and cost",
+                 icon=":material/swap_vert:")
+    st.caption("Every page opens on built-in demo data. Command line: `python -m core evaluate --run R "
+               "--qrels Q --metrics mrr@10,mtrr@10,ndcg@10 --ties expected` (also `fuse`, `leaderboard`, "
+               "`rerank`, `demo`).")
