@@ -43,7 +43,7 @@ from scipy.special import gammaln
 
 from core.data import Qrels, Run
 from core.errors import DataWarning, MetricError
-from core.ties import POLICIES, docid_rank_in_group, given_positions
+from core.ties import POLICIES, docid_rank_in_group, given_positions, locate
 
 FAMILIES: tuple[str, ...] = ("mrr", "hits", "recall", "precision", "ndcg", "map", "rprec")
 #: The eight ranking metrics of the benchmark / default table.
@@ -130,21 +130,15 @@ def check_policy(ties: str) -> str:
 # ---------------------------------------------------------------------------------------
 @lru_cache(maxsize=16)
 def _judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
-    qrel_docids = qrels.table["docid"].combine_chunks()
-    mask = pc.is_in(run.docids, value_set=pc.unique(qrel_docids))
-    candidates = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
-    if len(candidates) == 0:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    cand = pd.DataFrame(
-        {
-            "row": candidates,
-            "qid": run.qid_values[run.qid_codes[candidates]],
-            "docid": run.docids.take(pa.array(candidates)).to_numpy(zero_copy_only=False),
-        }
-    )
-    merged = cand.merge(qrels.frame, on=["qid", "docid"], how="inner", sort=False)
-    merged = merged.sort_values("row", kind="stable")
-    return merged["row"].to_numpy(np.int64), merged["relevance"].to_numpy(np.int64)
+    """Binary search of every judgement in the run's (query, docid) key index."""
+    qrel_qids = qrels.table["qid"].combine_chunks()
+    want_codes = pd.Index(run.qid_values).get_indexer(qrel_qids.to_numpy(zero_copy_only=False)).astype(np.int64)
+    rows = run.key_index.lookup(run.qid_codes, run.docids, want_codes, qrels.table["docid"].combine_chunks())
+    hit = rows >= 0
+    grades = qrels.table["relevance"].combine_chunks().to_numpy(zero_copy_only=False)[hit].astype(np.int64)
+    rows = rows[hit]
+    order = np.argsort(rows, kind="stable")
+    return rows[order], grades[order]
 
 
 def judged_rows(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
@@ -191,16 +185,14 @@ def _positive_rows(run: Run, qrels: Qrels, rel_level: int) -> tuple[np.ndarray, 
 
 def _policy_positions(run: Run, rows: np.ndarray, grades: np.ndarray, ties: str) -> np.ndarray:
     """0-based position of each file row in ``rows`` under a deterministic policy."""
-    ranked = run.ranked
-    sidx = ranked.inverse[rows]
-    start = ranked.group_start[sidx]
-    if ties == "trec":
-        return start + docid_rank_in_group(run, rows)
     if ties == "given":
         return given_positions(run)[rows]
+    where = locate(run, rows)
+    start = where.group_start
+    if ties == "trec":
+        return start + docid_rank_in_group(run, rows, where)
+    gid, size = where.first, where.size
     # optimistic / pessimistic: order the group's positive documents by grade
-    gid = ranked.group_id[sidx]
-    size = ranked.group_size[sidx]
     key_grade = -grades if ties == "optimistic" else grades
     order = np.lexsort((key_grade, gid))
     g_sorted = gid[order]
@@ -225,15 +217,11 @@ def compute_units(run: Run, qrels: Qrels, ties: str, rel_level: int = 1) -> Unit
     is_rel = (grades >= rel_level).astype(np.int64)
     gain = np.maximum(grades, 0).astype(np.float64)
     if ties == "expected":
-        ranked = run.ranked
-        sidx = ranked.inverse[rows]
-        gid = ranked.group_id[sidx]
-        uniq, inv = np.unique(gid, return_inverse=True)
-        first_idx = ranked.group_first[uniq]
-        u_qi = np.zeros(len(uniq), np.int64)
-        u_qi[inv] = qi
-        start = ranked.pos[first_idx]
-        size = ranked.group_size[first_idx]
+        where = locate(run, rows)
+        uniq, first_at, inv = np.unique(where.first, return_index=True, return_inverse=True)
+        u_qi = qi[first_at]
+        start = where.group_start[first_at]
+        size = where.size[first_at]
         n_rel = np.bincount(inv, weights=is_rel, minlength=len(uniq)).astype(np.int64)
         g = np.bincount(inv, weights=gain, minlength=len(uniq))
         qi_u = u_qi
@@ -338,6 +326,7 @@ def _ap_sum(units: Units, k: int | None, nq: int) -> np.ndarray:
     return np.bincount(units.qi[u], weights=contrib, minlength=nq)[:nq]
 
 
+@lru_cache(maxsize=64)
 def _ideal_dcg(qrels: Qrels, k: int | None) -> np.ndarray:
     index = _qrels_index(qrels)
     gain = np.maximum(index.grade, 0).astype(float)
@@ -350,6 +339,7 @@ def _ideal_dcg(qrels: Qrels, k: int | None) -> np.ndarray:
     return np.bincount(q[keep], weights=g[keep] / np.log2(pos[keep] + 2.0), minlength=len(index.qids))
 
 
+@lru_cache(maxsize=64)
 def _num_relevant(qrels: Qrels, rel_level: int) -> np.ndarray:
     index = _qrels_index(qrels)
     return np.bincount(index.grade_q, weights=(index.grade >= rel_level), minlength=len(index.qids))
@@ -455,6 +445,10 @@ def evaluate(
     check_policy(ties)
     parsed = parse_metrics(metrics)
     run_list = [runs] if isinstance(runs, Run) else list(runs)
+    run_names = [run.name for run in run_list]
+    clashes = sorted({n for n in run_names if run_names.count(n) > 1})
+    if clashes:  # run names key the aggregate table and the JSON: never merge two runs silently
+        raise MetricError(f"several runs are named {', '.join(map(repr, clashes))}; give each run its own name")
     names = [m.name for m in parsed]
     frames, agg_rows, notes = [], {}, []
     for run in run_list:

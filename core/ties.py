@@ -64,28 +64,29 @@ def rank_run(run: Run) -> RankedRun:
     codes = run.qid_codes
     scores = run.scores
     n = len(codes)
-    if _is_presorted(codes, scores):
-        order = np.arange(n, dtype=np.int64)
+    idx = np.arange(n, dtype=np.int64)
+    if run.presorted:  # the usual TREC file: no gathers needed
+        order = inverse = idx
+        qcode, s = codes, scores
     else:
         order = np.lexsort((-scores, codes)).astype(np.int64)
-    qcode = codes[order]
-    s = scores[order]
+        qcode, s = codes[order], scores[order]
+        inverse = np.empty(n, dtype=np.int64)
+        inverse[order] = idx
     n_q = run.n_queries
     counts = np.bincount(qcode, minlength=n_q)
     query_start = np.zeros(n_q + 1, dtype=np.int64)
     np.cumsum(counts, out=query_start[1:])
-    idx = np.arange(n, dtype=np.int64)
-    pos = idx - query_start[qcode]
+    pos = (idx - np.repeat(query_start[:-1], counts)).astype(np.int32)
     new_group = np.ones(n, dtype=bool)
     if n > 1:
-        new_group[1:] = (qcode[1:] != qcode[:-1]) | (s[1:] != s[:-1])
+        np.not_equal(qcode[1:], qcode[:-1], out=new_group[1:])
+        new_group[1:] |= s[1:] != s[:-1]
     group_first = np.flatnonzero(new_group)
-    group_id = np.cumsum(new_group) - 1
-    sizes = np.diff(np.append(group_first, n))
-    group_size = sizes[group_id]
-    group_start = pos[group_first][group_id]
-    inverse = np.empty(n, dtype=np.int64)
-    inverse[order] = idx
+    group_id = (np.cumsum(new_group, dtype=np.int64) - 1).astype(np.int32)
+    sizes = np.diff(np.append(group_first, n)).astype(np.int32)
+    group_size = np.repeat(sizes, sizes)
+    group_start = np.repeat(pos[group_first], sizes)
     return RankedRun(order, inverse, qcode, query_start, pos, group_id, group_start, group_size, group_first)
 
 
@@ -107,20 +108,75 @@ def given_positions(run: Run) -> np.ndarray:
     return positions
 
 
-def docid_rank_in_group(run: Run, rows: np.ndarray) -> np.ndarray:
+@dataclass(frozen=True)
+class Located:
+    """Where file rows sit in a run sorted by (query, score desc): ``sidx`` sorted index,
+    ``pos`` position in the query, ``first`` sorted index of the tie group's first row and
+    ``size`` the group's size (all 0-based, one entry per requested row)."""
+
+    sidx: np.ndarray
+    pos: np.ndarray
+    first: np.ndarray
+    size: np.ndarray
+
+    @property
+    def group_start(self) -> np.ndarray:
+        return self.pos - (self.sidx - self.first)
+
+
+def _lower_bound_desc(scores: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: np.ndarray, strict: bool) -> np.ndarray:
+    """Vectorised binary search in descending slices ``scores[lo:hi]``: first index whose
+    score is ``< target`` (strict) or ``<= target``."""
+    lo, hi = lo.copy(), hi.copy()
+    while True:
+        active = lo < hi
+        if not active.any():
+            return lo
+        mid = (lo + hi) // 2
+        value = scores[np.minimum(mid, len(scores) - 1)]
+        go_left = (value < target) if strict else (value <= target)
+        hi = np.where(active & go_left, mid, hi)
+        lo = np.where(active & ~go_left, mid + 1, lo)
+
+
+def locate(run: Run, rows: np.ndarray) -> Located:
+    """Positions and tie groups of a few file ``rows`` without materialising the whole
+    sorted structure when the file is already grouped by query and score-descending (the
+    usual TREC run): a vectorised binary search per row inside its query's block."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if "ranked" not in run.__dict__ and run.presorted:
+        codes, scores = run.qid_codes, run.scores
+        bounds = run.query_bounds
+        lo, hi = bounds[codes[rows]], bounds[codes[rows] + 1]
+        target = scores[rows]
+        first = _lower_bound_desc(scores, lo, hi, target, strict=False)
+        end = _lower_bound_desc(scores, lo, hi, target, strict=True)
+        return Located(rows, rows - lo, first, end - first)
+    ranked = run.ranked
+    sidx = ranked.inverse[rows]
+    return Located(sidx, ranked.pos[sidx].astype(np.int64), ranked.group_first[ranked.group_id[sidx]],
+                   ranked.group_size[sidx].astype(np.int64))
+
+
+def sorted_to_rows(run: Run, sidx: np.ndarray) -> np.ndarray:
+    """File rows at sorted indices ``sidx``."""
+    if "ranked" not in run.__dict__ and run.presorted:
+        return sidx
+    return run.ranked.order[sidx]
+
+
+def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None) -> np.ndarray:
     """For file rows ``rows``, how many members of their tie group have a greater docid
     (byte-wise, as trec_eval's strcmp): the offset trec_eval's order gives them in the group."""
-    ranked = run.ranked
     out = np.zeros(len(rows), dtype=np.int64)
     if len(rows) == 0:
         return out
-    sorted_idx = ranked.inverse[rows]
-    sizes = ranked.group_size[sorted_idx]
-    tied = np.flatnonzero(sizes > 1)
+    where = where or locate(run, rows)
+    tied = np.flatnonzero(where.size > 1)
     if len(tied) == 0:
         return out
-    first = ranked.group_first[ranked.group_id[sorted_idx[tied]]]
-    tsizes = sizes[tied]
+    first = where.first[tied]
+    tsizes = where.size[tied]
     # Process in chunks so memory stays bounded even with huge tie groups.
     budget = 4_000_000
     docids = run.docids
@@ -135,7 +191,7 @@ def docid_rank_in_group(run: Run, rows: np.ndarray) -> np.ndarray:
         reps = tsizes[sl]
         offsets = np.repeat(first[sl] - np.cumsum(np.concatenate(([0], reps[:-1]))), reps)
         member_sorted = np.arange(int(reps.sum()), dtype=np.int64) + offsets
-        member_rows = ranked.order[member_sorted]
+        member_rows = sorted_to_rows(run, member_sorted)
         mine = pa.array(np.repeat(rows[tied[sl]], reps))
         greater = pc.greater(docids.take(pa.array(member_rows)), docids.take(mine))
         flags = greater.to_numpy(zero_copy_only=False).astype(np.int64)
@@ -225,7 +281,7 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
 
         rows, grades = judged_rows(run, qrels)
         rel = grades >= rel_level
-        in_tie = ranked.group_size[ranked.inverse[rows[rel]]] > 1
+        in_tie = locate(run, rows[rel]).size > 1
         out["relevant_retrieved"] = int(rel.sum())
         out["share_relevant_in_ties"] = float(in_tie.mean()) if rel.any() else 0.0
     return out

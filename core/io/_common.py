@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from pathlib import Path
-from typing import IO, Union
+from typing import IO, Callable, Union
 
 import numpy as np
 
@@ -32,7 +33,7 @@ def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)
-        except OSError as exc:
+        except (OSError, EOFError, zlib.error) as exc:  # truncated streams raise EOFError
             raise DataError(f"corrupt gzip data ({exc})", file=name) from None
         if name.endswith(".gz"):
             name = name[:-3]
@@ -104,14 +105,15 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
 class LineMap:
     """Maps 0-based data rows to 1-based file lines, skipping blank lines (and a header)."""
 
-    def __init__(self, raw: bytes, header_lines: int = 0) -> None:
-        self._raw = raw
+    def __init__(self, raw: bytes | Callable[[], bytes], header_lines: int = 0) -> None:
+        self._raw = raw  # the bytes, or a loader that re-reads them (only when an error needs a line)
         self._header = header_lines
         self._starts: np.ndarray | None = None
 
     def _line_numbers(self) -> np.ndarray:
         if self._starts is None:
-            lines = self._raw.split(b"\n")
+            raw = self._raw() if callable(self._raw) else self._raw
+            lines = raw.split(b"\n")
             nonblank = np.array([bool(line.strip()) for line in lines], dtype=bool)
             numbers = np.flatnonzero(nonblank) + 1
             self._starts = numbers[self._header :]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
 from pathlib import Path
 from typing import IO, Iterable
@@ -61,20 +62,45 @@ def read_runs(
 ) -> list[Run]:
     """Parse a run file; one `Run` per tag (a single run is named ``name``, its tag, or
     the file's stem). Raises `DataError` with file and line on bad input."""
+    fast = _plain_trec_file(data, filename, fmt)
+    if fast is not None:
+        # A plain TREC file on disk: pyarrow reads it directly (no Python copy of the bytes);
+        # the bytes are only read if the fast parse fails or an error needs a line number.
+        path, display = fast
+        try:
+            table = _trec_parse(pa.OSFile(str(path)), RUN_TREC_COLUMNS, _RUN_TYPES, _RUN_INCLUDE)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            table = None
+        raw = b""
+        if table is None:
+            raw = strip_bom(load_bytes(path, display)[0])
+            check_text(raw, display)
+            table = _read_trec_run(raw, display)
+        lines = LineMap(lambda: strip_bom(load_bytes(path, display)[0]))
+        del raw
+        table = _normalise_run_columns(table, display, lines)
+        return _split_by_tag(table, display, lines, name)
     raw, display = load_bytes(data, filename)
     kind = sniff_format(raw, display, fmt)
     if kind == "parquet":
-        table, lines = _read_parquet(raw, display), None
+        table, lines = _read_parquet(raw, display, _RUN_ALIASES), None
     else:
         check_text(raw, display)
         raw = strip_bom(raw)
         if kind == "trec":
-            table, lines = _read_trec_run(raw, display)
+            table = _read_trec_run(raw, display)
         elif kind == "jsonl":
-            table, lines = _read_jsonl(raw, display, _RUN_ALIASES, ("qid", "docid")), LineMap(raw)
+            try:
+                table = _read_jsonl(raw, display, _RUN_ALIASES, ("qid", "docid"))
+            except DataError as exc:
+                raise LineMap(raw).relocate(exc, display) from None
         else:
             table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", _RUN_ALIASES, "run")
-            lines = LineMap(raw, header_lines=1)
+        # Keep the bytes only when the caller holds them anyway; a file is re-read if an
+        # error needs its line numbers.
+        source = raw if isinstance(data, (bytes, bytearray, memoryview)) else (lambda: strip_bom(load_bytes(data, filename)[0]))
+        lines = LineMap(source, header_lines=0 if kind in ("trec", "jsonl") else 1)
+    del raw
     table = _normalise_run_columns(table, display, lines)
     return _split_by_tag(table, display, lines, name)
 
@@ -92,9 +118,9 @@ def read_run(data: Source, *, filename: str | None = None, fmt: str | None = Non
     return runs[0]
 
 
-def _trec_parse(raw: bytes, names: tuple[str, ...], types: dict[str, pa.DataType], include: list[str]) -> pa.Table:
+def _trec_parse(raw: bytes | pa.NativeFile, names: tuple[str, ...], types: dict[str, pa.DataType], include: list[str]) -> pa.Table:
     return pacsv.read_csv(
-        pa.BufferReader(raw),
+        raw if isinstance(raw, pa.NativeFile) else pa.BufferReader(raw),
         read_options=pacsv.ReadOptions(column_names=list(names), block_size=1 << 22),
         parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
         convert_options=pacsv.ConvertOptions(column_types=types, include_columns=include, strings_can_be_null=False,
@@ -108,16 +134,35 @@ def _normalise_whitespace(raw: bytes) -> bytes:
     return b"\n".join(line.strip(b" ") for line in text.split(b"\n"))
 
 
-def _read_trec_run(raw: bytes, display: str) -> tuple[pa.Table, LineMap]:
-    types = {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64(), "tag": pa.string()}
-    include = ["qid", "docid", "rank", "score", "tag"]
+_RUN_TYPES = {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64(), "tag": pa.string()}
+_RUN_INCLUDE = ["qid", "docid", "rank", "score", "tag"]
+
+
+def _plain_trec_file(data: Source, filename: str | None, fmt: str | None) -> tuple[Path, str] | None:
+    """``(path, display name)`` when ``data`` is a path to an uncompressed, non-empty file
+    that sniffs as a TREC run; else None (the general path handles it)."""
+    if not isinstance(data, (str, os.PathLike)):
+        return None
+    path = Path(data)
     try:
-        return _trec_parse(raw, RUN_TREC_COLUMNS, types, include), LineMap(raw)
+        with open(path, "rb") as fh:
+            head = fh.read(1 << 16)
+    except OSError:
+        return None
+    display = filename or path.name
+    if head[:2] == b"\x1f\x8b" or not head.strip() or b"\x00" in head[:4096]:
+        return None
+    return (path, display) if sniff_format(head, display, fmt) == "trec" else None
+
+
+def _read_trec_run(raw: bytes, display: str) -> pa.Table:
+    try:
+        return _trec_parse(raw, RUN_TREC_COLUMNS, _RUN_TYPES, _RUN_INCLUDE)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         pass
-    cleaned = _normalise_whitespace(raw)
+    cleaned = _normalise_whitespace(raw)  # same lines, so line numbers still refer to `raw`
     try:
-        return _trec_parse(cleaned, RUN_TREC_COLUMNS, types, include), LineMap(cleaned)
+        return _trec_parse(cleaned, RUN_TREC_COLUMNS, _RUN_TYPES, _RUN_INCLUDE)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         _diagnose_trec(raw, display, run=True)
         raise DataError("could not be parsed as a TREC run", file=display,
@@ -198,7 +243,12 @@ def _diagnose_delimited(raw: bytes, display: str, delimiter: str, width: int, wh
 
 def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tuple[str, ...]) -> pa.Table:
     records = []
-    for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:  # large files skip the up-front check: locate the byte now
+        check_text(raw, display, full=True)
+        raise
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 etc. are legal inside JSON strings
         if not line.strip():
             continue
         try:
@@ -223,17 +273,19 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
             bad = numeric.isna() & frame[c].notna()
             if bad.any() or numeric.isna().any():
                 row = int(np.flatnonzero((bad | numeric.isna()).to_numpy())[0])
-                raise DataError(f"{c} {frame[c].iloc[row]!r} is not a number", rows=(row,), expected=f"a numeric {c}")
+                shown = frame[c].iloc[row]
+                shown = shown.item() if hasattr(shown, "item") else shown  # numpy scalar -> plain repr
+                raise DataError(f"{c} {shown!r} is not a number", rows=(row,), expected=f"a numeric {c}")
             frame[c] = numeric
     return pa.Table.from_pandas(frame, preserve_index=False)
 
 
-def _read_parquet(raw: bytes, display: str) -> pa.Table:
+def _read_parquet(raw: bytes, display: str, aliases: dict[str, str]) -> pa.Table:
     try:
         table = pq.read_table(pa.BufferReader(raw))
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"not a readable Parquet file ({exc})", file=display) from None
-    return table.rename_columns(_canonical_columns(table.column_names, {**_RUN_ALIASES, **_QRELS_ALIASES}))
+    return table.rename_columns(_canonical_columns(table.column_names, aliases))
 
 
 def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None) -> pa.Table:
@@ -241,14 +293,13 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
     if "qid" not in cols or "docid" not in cols:
         raise DataError(f"columns {', '.join(table.column_names)} lack qid/docid", file=display,
                         expected="columns qid, docid, score[, rank][, tag]")
-    if "score" not in cols:
-        if "rank" not in cols:
-            raise DataError("no score or rank column", file=display, expected="columns qid, docid, score[, rank][, tag]")
-        table = table.append_column("score", pc.negate(pc.cast(table["rank"], pa.float64())))
+    if "score" not in cols and "rank" not in cols:
+        raise DataError("no score or rank column", file=display, expected="columns qid, docid, score[, rank][, tag]")
+    if table.num_rows == 0:
+        raise DataError("the file has no data rows", file=display, expected="at least one result")
     for c in ("score", "rank"):
         if c in table.column_names and not (pa.types.is_integer(table[c].type) or pa.types.is_floating(table[c].type)):
             values = table[c].combine_chunks()
-            parsed = pc.cast(values, pa.float64(), safe=False) if pa.types.is_string(values.type) else None
             bad_text = None
             for i, v in enumerate(values.to_pylist()):
                 try:
@@ -256,6 +307,12 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
                 except (TypeError, ValueError):
                     bad_text = (i, v)
                     break
+            parsed = None
+            if bad_text is None and pa.types.is_string(values.type):
+                try:  # only once every value is known to parse (a failed cast names no row)
+                    parsed = pc.cast(values, pa.float64(), safe=False)
+                except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+                    parsed = None
             if bad_text is not None or parsed is None:
                 i, v = bad_text if bad_text else (0, values[0].as_py())
                 err = DataError(f"{c} {v!r} is not a number", rows=(i,), expected=f"a numeric {c}")
@@ -265,34 +322,44 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
         ranks = table["rank"].combine_chunks().to_numpy(zero_copy_only=False).astype(float)
         bad = ~np.isfinite(ranks) | (ranks != np.round(ranks))
         if bad.any():
-            err = DataError(f"rank {ranks[np.flatnonzero(bad)[0]]!r} is not an integer", rows=(int(np.flatnonzero(bad)[0]),),
-                            expected="an integer rank")
+            err = DataError(f"rank {float(ranks[np.flatnonzero(bad)[0]])!r} is not an integer",
+                            rows=(int(np.flatnonzero(bad)[0]),), expected="an integer rank")
             raise (lines.relocate(err, display) if lines else err.located(file=display))
+    if "score" not in table.column_names:  # rank only: score = -rank
+        table = table.append_column("score", pc.negate(pc.cast(table["rank"], pa.float64())))
     return table
 
 
 def _split_by_tag(table: pa.Table, display: str, lines: LineMap | None, name: str | None) -> list[Run]:
+    """One run per tag. Runs are built first and validated after the parse buffers are
+    released, so a large file's peak memory holds one copy of the columns, not two."""
     stem = Path(display).stem or "run"
     has_tag = "tag" in table.column_names
     tags = pc.unique(table["tag"]).to_pylist() if has_tag else [None]
-    runs: list[Run] = []
-    row_ids = None
+    keep = [c for c in ("qid", "docid", "score", "rank") if c in table.column_names]
+    pending: list[tuple[Run, np.ndarray | None]] = []
     for tag in tags:
         if has_tag and len(tags) > 1:
             mask = pc.equal(table["tag"], tag)
-            part = table.filter(mask)
-            row_ids = np.flatnonzero(mask.to_numpy(zero_copy_only=False))
+            part, row_ids = table.filter(mask), np.flatnonzero(mask.to_numpy(zero_copy_only=False))
         else:
             part, row_ids = table, None
         run_name = (name if name and len(tags) == 1 else None) or (tag if tag else stem)
-        keep = [c for c in ("qid", "docid", "score", "rank") if c in part.column_names]
         try:
-            runs.append(Run.from_table(part.select(keep), str(run_name), source=display))
+            run = Run.from_table(part.select(keep), str(run_name), source=display, validate=False)
+        except DataError as exc:
+            raise (lines.relocate(exc, display) if lines else exc.located(file=display)) from None
+        pending.append((run, row_ids))
+    del table, part
+    pa.default_memory_pool().release_unused()
+    for run, row_ids in pending:
+        try:
+            run.validate()
         except DataError as exc:
             if exc.rows and row_ids is not None:
                 exc = DataError(exc.message, expected=exc.expected, rows=tuple(int(row_ids[r]) for r in exc.rows))
             raise (lines.relocate(exc, display) if lines else exc.located(file=display)) from None
-    return runs
+    return [run for run, _ in pending]
 
 
 # ---------------------------------------------------------------------------------------
@@ -307,7 +374,7 @@ def read_qrels(
     kind = sniff_format(raw, display, fmt)
     lines: LineMap | None = None
     if kind == "parquet":
-        table = _read_parquet(raw, display)
+        table = _read_parquet(raw, display, _QRELS_ALIASES)
     else:
         check_text(raw, display)
         raw = strip_bom(raw)
@@ -367,14 +434,15 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
     raw = strip_bom(raw)
     records: list[tuple[str, str, list[str]]] = []
     if kind == "jsonl":
-        for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
+        for number, line in enumerate(raw.decode("utf-8").split("\n"), start=1):
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DataError(f"invalid JSON ({exc.msg})", file=display, line=number) from None
-            refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer"))))
+            refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer")))) \
+                if isinstance(obj, dict) else None
             if not isinstance(obj, dict) or "qid" not in obj or "prediction" not in obj or refs is None:
                 raise DataError("missing qid, prediction or reference(s)", file=display, line=number,
                                 expected='{"qid", "prediction", "reference" or "references"}')
