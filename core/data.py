@@ -138,8 +138,8 @@ class KeyIndex:
     exact: bool  # docid keys are the docids themselves (canonical integers)
 
     @classmethod
-    def build(cls, qid_codes: np.ndarray, docid: pa.Array) -> KeyIndex:
-        keys, exact = docid_keys(docid)
+    def build(cls, qid_codes: np.ndarray, docid: pa.Array, doc_keys: tuple[np.ndarray, bool] | None = None) -> KeyIndex:
+        keys, exact = doc_keys if doc_keys is not None else docid_keys(docid)
         mixed = mix_keys(keys, qid_codes)
         order = np.argsort(mixed)
         return cls(mixed[order], order, exact)
@@ -322,9 +322,14 @@ class Run:
         return self.table["rank"].combine_chunks().to_numpy(zero_copy_only=False)
 
     @cached_property
+    def doc_keys(self) -> tuple[np.ndarray, bool]:
+        """`docid_keys` of the docid column: exact integers or hashes (reused by fusion)."""
+        return docid_keys(self.docids)
+
+    @cached_property
     def key_index(self) -> KeyIndex:
         """Rows sorted by (query, docid) key (built by validation, reused by the qrels join)."""
-        return KeyIndex.build(self.qid_codes, self.docids)
+        return KeyIndex.build(self.qid_codes, self.docids, self.doc_keys)
 
     @cached_property
     def presorted(self) -> bool:
@@ -375,7 +380,7 @@ class Run:
             return pd.DataFrame(columns=["qid", "docid", "score", "rank", "tie_group", "tie_size"])
         return sub.sorted_frame(ties=ties)
 
-    _CACHED = ("_query_encoding", "docids", "scores", "ranks", "key_index", "presorted", "query_bounds", "ranked")
+    _CACHED = ("_query_encoding", "docids", "scores", "ranks", "doc_keys", "key_index", "presorted", "query_bounds", "ranked")
 
     def renamed(self, name: str) -> Run:
         """The same rows under another name (derived arrays are shared, not recomputed)."""

@@ -299,8 +299,9 @@ def _numeric_keys(docids: pa.Array) -> np.ndarray | None:
 class _DocCoder:
     """Maps docids of several runs to shared non-negative integer keys and back."""
 
-    def __init__(self, arrays: list[pa.Array]):
-        keys = [_numeric_keys(a) for a in arrays]
+    def __init__(self, arrays: list[pa.Array], known: list[np.ndarray | None] | None = None):
+        known = known or [None] * len(arrays)
+        keys = [k if k is not None else _numeric_keys(a) for a, k in zip(arrays, known)]
         if all(k is not None for k in keys):
             self.dictionary = None
             self.keys = keys
@@ -404,10 +405,12 @@ def join(runs: Sequence[Run], norm: str | None = None, depth: int | None = None,
     qindex = pd.Index(qid_values)
     n_q = len(qid_values)
     preps = [_prepare(r, qindex.get_indexer(r.qid_values).astype(np.int64), ties, depth) for r in runs]
-    docs = []
+    docs, known = [], []
     for r, p in zip(runs, preps):
         docs.append(r.docids if p.rows is None else r.docids.take(pa.array(p.rows)))
-    coder = _DocCoder(docs)
+        keys, exact = r.doc_keys  # computed once per run (validation already needed them)
+        known.append((keys if p.rows is None else keys[p.rows]).view(np.int64) if exact else None)
+    coder = _DocCoder(docs, known)
     del docs
 
     n_rows = np.array([len(p.rank) for p in preps], dtype=np.int64)
