@@ -19,6 +19,22 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def read_named_runs(paths: list[str]) -> list:
+    """Every run in ``paths`` (several per file when it holds several tags), renamed
+    ``name (file)`` where two files use the same run name."""
+    from pathlib import Path
+
+    from core.io import read_runs
+
+    runs, seen = [], set()
+    for path in paths:
+        for r in read_runs(path):
+            name = r.name if r.name not in seen else f"{r.name} ({Path(path).name})"
+            seen.add(name)
+            runs.append(r.renamed(name) if name != r.name else r)
+    return runs
+
+
 def fail(exc: BaseException) -> int:
     """Print one line naming what went wrong (never a traceback) and return exit code 2."""
     message = str(exc) or exc.__class__.__name__

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-from core.cli import emit_table
-from core.io import read_qrels, read_runs
+from core.cli import emit_table, read_named_runs
+from core.io import read_qrels
 from core.metrics import DEFAULT_METRICS, evaluate
 from core.ties import POLICIES
 
@@ -27,15 +26,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     qrels = read_qrels(args.qrels)
-    runs = []
-    seen: set[str] = set()
-    for path in args.run:
-        for r in read_runs(path):
-            name = r.name
-            if name in seen:
-                name = f"{name} ({Path(path).name})"
-            seen.add(name)
-            runs.append(r.renamed(name) if name != r.name else r)
+    runs = read_named_runs(args.run)
     result = evaluate(runs, qrels, args.metrics, ties=args.ties, rel_level=args.rel_level)
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from pathlib import Path
 
 from core.errors import DataWarning
 from core.fusion import INPUT_ORDERS, METHODS, NORMS, FusionError, fuse
-from core.io import read_runs, write_trec_run
+from core.cli import read_named_runs
+from core.io import write_trec_run
 
 
 def _weights(text: str) -> list[float]:
@@ -34,15 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    runs = []
-    seen: set[str] = set()
-    for path in args.runs:
-        for r in read_runs(path):
-            name = r.name
-            if name in seen:
-                name = f"{name} ({Path(path).name})"
-            seen.add(name)
-            runs.append(r.renamed(name) if name != r.name else r)
+    runs = read_named_runs(args.runs)
     if len(runs) < 2:
         raise FusionError(f"fusion needs at least two runs, got {len(runs)} in {', '.join(args.runs)}")
     with warnings.catch_warnings(record=True) as caught:

@@ -27,6 +27,13 @@ def app() -> AppTest:
     return at
 
 
+def chart_titles(at: AppTest) -> list[str]:
+    """Titles of the plotly charts on the page, in order."""
+    import json
+
+    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
 def open_page(at: AppTest, page: str) -> AppTest:
     """Switch to ``pages/<page>.py`` and run; fail on any exception element."""
     at.switch_page(f"pages/{page}.py")

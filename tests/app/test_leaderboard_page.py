@@ -7,19 +7,17 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from tests.app.conftest import chart_titles, open_page
+
 PAGE = "pages/leaderboard.py"
 
 
 def _open(at: AppTest) -> AppTest:
     """``at`` is the conftest's `app` fixture (app.py, already run once on Home)."""
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    return open_page(at, "leaderboard")
 
 
-def _titles(at: AppTest) -> list[str]:
-    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+_titles = chart_titles
 
 
 def test_demo_sandwich_then_bootstrap(app):

@@ -6,18 +6,17 @@ import json
 
 from streamlit.testing.v1 import AppTest
 
+from tests.app.conftest import chart_titles, open_page
+
 PAGE = "pages/rerank.py"
 
 
 def _open(at: AppTest) -> AppTest:
-    at.switch_page(PAGE)
-    at.run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """``at`` is the conftest's `app` fixture (app.py, already run once on Home)."""
+    return open_page(at, "rerank")
 
 
-def _titles(at: AppTest) -> list[str]:
-    return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+_titles = chart_titles
 
 
 def test_estimate_then_run_rankgpt_on_demo(app):
