@@ -1,50 +1,136 @@
-"""Benchmark: reranking wall time against a local OpenAI-compatible server with a fixed reply
-delay, at concurrency 1, 8 and 32, versus the ideal; and the client overhead per call.
+"""Benchmark: LLM reranking through the real `openai` client against the local OpenAI-compatible
+server (`tests/rerank/fake_openai_server.py`): client overhead per call, and wall time with a
+fixed reply delay at concurrency 1, 8 and 32 versus the ideal.
 
-Ideal wall time = max(calls x delay / concurrency, sequential depth x delay), where the depth
-is the number of batches one query must run one after another (RankGPT 9 windows, TourRank
-rounds x stages, PRP passes x (n - 1) pairs whose two orders run together).
+The server runs in its own process (``bench/rerank.py --serve``), as a real model server would:
+in-process server threads would share the client's GIL and CPU accounting. Its server-side time
+per request runs from parsing the request line and headers to writing the reply (the fake
+server's own ``busy_s``, which starts at ``do_POST``, plus the header parsing before it), minus
+the scripted delay.
+
+1. Wire check: the provider's request bytes equal ``client.chat.completions.create``'s for
+   OpenAI (``base_url``) and Azure, with and without JSON mode / ``max_tokens`` (the fast path
+   must not change what is sent).
+2. Overhead per call, server delay 0, medians over ``--reps`` repetitions (min in brackets):
+   * ``sync``: concurrency 1, calls one at a time: (wall - server time) / calls (target < 2 ms);
+   * ``async 1-in-flight``: the asyncio path with a semaphore of 1 (no overlap), same formula;
+   * ``async c=8``: requests overlap, so wall - server is not defined; the client's CPU time
+     per call (its event loop is busy that long per call) and wall / calls are reported.
+   Every row also gives the client process's CPU time per call (user + system, server excluded).
+3. Wall time vs ideal, server delay ``--delay``: ideal = max(calls x delay / concurrency,
+   sequential depth x delay), where the depth is the number of batches one query must run one
+   after another (RankGPT 9 windows, TourRank rounds x stages, PRP passes x (n - 1) pairs whose
+   two orders run together).
 
 Default (reduced, ~2-3 min): RankGPT 20 queries x 100 candidates, TourRank-2 10 x 100,
 PRP-Sliding-1 4 x 20. ``--full``: the issue's 100 queries x 100 candidates for RankGPT and
-TourRank-2 (PRP-Sliding-1 on 100 x 100 at concurrency 8 and 32 only: 19,800 calls would take
-66 minutes at concurrency 1). Overhead per call: wall time minus the server's own handling time,
-divided by calls, with zero delay (target < 2 ms).
+TourRank-2 at concurrency 1, 8 and 32, and PRP-Sliding-1 (``passes=1``, 19,800 calls) on
+100 x 100 at concurrency 8 and 32 only (the default ``passes=10`` is 198,000 calls: ideal
+82 min at concurrency 8, 21 min at 32; one pass at concurrency 1 would take 66 min).
 
-    .venv/bin/python bench/rerank.py [--full] [--delay 0.2]
+    .venv/bin/python bench/rerank.py [--full] [--delay 0.2] [--reps 5] [--only overhead|wall]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import os
 import random
+import socket
+import statistics
+import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "rerank"))
 
-import pandas as pd  # noqa: E402
-from fake_openai_server import FakeOpenAIServer  # noqa: E402
-
-from core.rerank import (  # noqa: E402
-    CandidateSet,
-    QueryCandidates,
-    ReplyCache,
-    RetryPolicy,
-    estimate_calls,
-    rerank_candidates,
-    sequential_depth,
-)
-from core.rerank.openai_provider import OpenAIProvider  # noqa: E402
-
 FILLER = ("This passage discusses retrieval, ranking and evaluation of search systems in some detail, "
           "with enough words to look like a real candidate document from a first-stage retriever. ")
 
 
-def candidates(n_queries: int, n_docs: int, seed: int = 0) -> CandidateSet:
+# ---- the server process -----------------------------------------------------------------------
+def serve(delay: float) -> int:
+    """Child mode: run the fake server; print its base URL; answer stdin commands
+    ``time`` (-> "<server seconds> <requests>"), ``reset`` and ``quit``."""
+    import time as _time
+
+    from fake_openai_server import FakeOpenAIServer
+
+    srv = FakeOpenAIServer(delay=delay)
+    handler = srv.httpd.RequestHandlerClass
+
+    class Timed(handler):  # type: ignore[misc, valid-type]
+        def parse_request(self) -> bool:  # header parsing happens before do_POST starts its clock
+            t0 = _time.perf_counter()
+            try:
+                return super().parse_request()
+            finally:
+                with srv.lock:
+                    srv.busy_s += _time.perf_counter() - t0
+
+    srv.httpd.RequestHandlerClass = Timed
+    with srv:
+        print(srv.base_url, flush=True)
+        for line in sys.stdin:
+            cmd = line.strip()
+            if cmd == "time":
+                with srv.lock:
+                    print(f"{srv.busy_s!r} {len(srv.requests)}", flush=True)
+            elif cmd == "reset":
+                with srv.lock:
+                    srv.busy_s = 0.0
+                    srv.requests.clear()
+                print("ok", flush=True)
+            else:
+                break
+    return 0
+
+
+class ServerProcess:
+    """The fake server in a child process; `server_time` reads its accumulated handling time."""
+
+    def __init__(self, delay: float) -> None:
+        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", repr(delay)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.base_url = self.proc.stdout.readline().strip()
+        if not self.base_url.startswith("http"):
+            raise RuntimeError("the benchmark server did not start")
+
+    def _ask(self, cmd: str) -> str:
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self.proc.stdout.readline().strip()
+
+    def reset(self) -> None:
+        self._ask("reset")
+
+    def server_time(self) -> tuple[float, int]:
+        busy, n = self._ask("time").split()
+        return float(busy), int(n)
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            self.proc.stdin.write("quit\n")
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except Exception:  # noqa: BLE001
+            self.proc.kill()
+
+
+# ---- data and provider ------------------------------------------------------------------------
+def candidates(n_queries: int, n_docs: int, seed: int = 0) -> Any:
+    from core.rerank import CandidateSet, QueryCandidates
+
     rng = random.Random(seed)
     qs = []
     for q in range(n_queries):
@@ -54,62 +140,246 @@ def candidates(n_queries: int, n_docs: int, seed: int = 0) -> CandidateSet:
     return CandidateSet(tuple(qs), "bench")
 
 
-def provider(url: str) -> OpenAIProvider:
+def provider(url: str, cache_dir: str | None = None) -> Any:
+    from core.rerank import ReplyCache, RetryPolicy
+    from core.rerank.openai_provider import OpenAIProvider
+
+    cache = ReplyCache(cache_dir, enabled=True) if cache_dir else ReplyCache("/nonexistent", enabled=False)
     return OpenAIProvider(model="bench", api_key="sk-bench", base_url=url, timeout=30.0,
-                          retry=RetryPolicy(max_retries=0), cache=ReplyCache("/nonexistent", enabled=False))
+                          retry=RetryPolicy(max_retries=0), cache=cache)
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--full", action="store_true", help="the issue's 100 x 100 configuration (long)")
-    ap.add_argument("--delay", type=float, default=0.2, help="server reply delay in seconds")
-    args = ap.parse_args()
-    if args.full:
-        configs = [("rankgpt", 100, 100, {}, (1, 8, 32)), ("tourrank", 100, 100, {}, (1, 8, 32)),
-                   ("prp", 100, 100, {"passes": 1}, (8, 32))]
-    else:
-        configs = [("rankgpt", 20, 100, {}, (1, 8, 32)), ("tourrank", 10, 100, {}, (1, 8, 32)),
-                   ("prp", 4, 20, {"passes": 1}, (1, 8, 32))]
+def load() -> str:
+    return "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg()) + f" ({os.cpu_count()} CPUs)"
+
+
+# ---- 1. wire check ----------------------------------------------------------------------------
+class _Capture:
+    """A raw HTTP/1.1 server on 127.0.0.1 that records request bytes and answers one fixed
+    chat completion."""
+
+    REPLY = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
+                        "choices": [{"index": 0, "finish_reason": "stop",
+                                     "message": {"role": "assistant", "content": '{"winner": "A"}'}}],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+
+    def __init__(self) -> None:
+        self.requests: list[bytes] = []
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._handle, args=(conn,), daemon=True).start()
+
+    def _handle(self, conn: socket.socket) -> None:
+        buf = b""
+        with conn:
+            while True:
+                data = conn.recv(65536)
+                if not data:
+                    return
+                buf += data
+                while b"\r\n\r\n" in buf:
+                    head, rest = buf.split(b"\r\n\r\n", 1)
+                    length = next((int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
+                                   if h.lower().startswith(b"content-length:")), 0)
+                    if len(rest) < length:
+                        break
+                    self.requests.append(head + b"\r\n\r\n" + rest[:length])
+                    buf = rest[length:]
+                    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                                 + str(len(self.REPLY)).encode() + b"\r\n\r\n" + self.REPLY)
+
+
+def check_wire() -> list[str]:
+    """Compare the provider's request bytes with ``chat.completions.create``'s; returns the
+    configurations checked (raises AssertionError on any difference)."""
+    from core.rerank.openai_provider import OpenAIProvider
+    from core.rerank.prompts import build_messages
+
+    cap = _Capture()
+    messages = build_messages("compare", "caf\u00e9 \"query\"", ["passage A\nline", "passage B \u2013 \u00fc"])
+    checked = []
+    for azure in (False, True):
+        for json_mode, max_tokens in ((True, None), (False, 64)):
+            if azure:
+                p = OpenAIProvider(api_key="sk-wire", azure_endpoint=f"http://127.0.0.1:{cap.port}",
+                                   azure_deployment="dep", json_mode=json_mode, max_tokens=max_tokens, timeout=5)
+            else:
+                p = OpenAIProvider(model="m", api_key="sk-wire", base_url=f"http://127.0.0.1:{cap.port}/v1",
+                                   json_mode=json_mode, max_tokens=max_tokens, timeout=5)
+            kw: dict[str, Any] = dict(model=p.model, messages=messages, temperature=p.temperature)
+            if json_mode:
+                kw["response_format"] = {"type": "json_object"}
+            if max_tokens:
+                kw["max_tokens"] = max_tokens
+            cap.requests.clear()
+            p.client().chat.completions.create(**kw)
+            reply = p.complete(messages)
+            assert reply.text == '{"winner": "A"}' and reply.prompt_tokens == 1, reply
+            created, ours = cap.requests
+            assert created == ours, f"request bytes differ:\n{created!r}\n{ours!r}"
+            p.close()
+            checked.append(f"{'azure' if azure else 'openai'} json_mode={json_mode} max_tokens={max_tokens}")
+    cap.sock.close()
+    return checked
+
+
+# ---- 2. overhead per call ---------------------------------------------------------------------
+def _timed(srv: ServerProcess, fn: Any) -> tuple[float, float, float, int]:
+    """(wall s, server s, client CPU s, calls) of ``fn()`` which returns its number of calls."""
+    srv.reset()
+    c0, t0 = time.process_time(), time.perf_counter()
+    calls = fn()
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    busy, n_req = srv.server_time()
+    assert n_req == calls, (n_req, calls)
+    return wall, busy, cpu, calls
+
+
+def overhead(reps: int, n_queries: int) -> Any:
+    import pandas as pd
+
+    from core.rerank import rerank_candidates
+    from core.rerank.driver import arerank_query
+
+    cands = candidates(n_queries, 100)
+    prp_cands = candidates(max(1, n_queries // 10), 100)
+    plans = [("rankgpt", cands, {}), ("tourrank", cands, {}), ("prp", prp_cands, {"passes": 1})]
+
+    def sync_run(url: str, strategy: str, cs: Any, params: dict[str, Any], cache_dir: str | None = None) -> int:
+        res = rerank_candidates(cs, strategy, provider(url, cache_dir), params=params, concurrency=1, max_chars=None)
+        assert not res.errors, res.errors
+        return res.usage["calls"]
+
+    def async_one_in_flight(url: str, strategy: str, cs: Any, params: dict[str, Any]) -> int:
+        async def main() -> int:
+            p, sem, calls = provider(url), asyncio.Semaphore(1), 0
+            for q in cs.queries:
+                res = await arerank_query(strategy, q.query, list(q.texts), p, sem=sem, **params)
+                calls += len(res.records)
+            await p.aclose()
+            return calls
+
+        return asyncio.run(main())
+
+    def async_run(url: str, strategy: str, cs: Any, params: dict[str, Any]) -> int:
+        res = rerank_candidates(cs, strategy, provider(url), params=params, concurrency=8, max_chars=None)
+        assert not res.errors, res.errors
+        return res.usage["calls"]
+
+    modes = [("sync", sync_run), ("async 1-in-flight", async_one_in_flight), ("async c=8", async_run)]
+    samples: dict[tuple[str, str], list[tuple[float, float, float, int]]] = {}
+    import tempfile
+
+    with ServerProcess(0.0) as srv:
+        for strategy, cs, params in plans:  # warm-up: imports, regexes, connection set-up paths
+            for _, fn in modes:
+                fn(srv.base_url, strategy, cs.subset([cs.queries[0].qid]), params)
+        for _ in range(reps):
+            for strategy, cs, params in plans:
+                for mode, fn in modes:
+                    samples.setdefault((mode, strategy), []).append(
+                        _timed(srv, lambda: fn(srv.base_url, strategy, cs, params)))
+            with tempfile.TemporaryDirectory() as tmp:  # the disk cache on: a cold run (key, miss, write)
+                samples.setdefault(("sync + disk cache (cold)", "rankgpt"), []).append(
+                    _timed(srv, lambda: sync_run(srv.base_url, "rankgpt", cands, {}, tmp)))
     rows = []
-    with FakeOpenAIServer(delay=args.delay) as srv:
+    for (mode, strategy), runs in samples.items():
+        calls = runs[0][3]
+        outside = [(w - b) / c * 1000 for w, b, _, c in runs]
+        cpu = [u / c * 1000 for _, _, u, c in runs]
+        wall = [w / c * 1000 for w, _, _, c in runs]
+        overlap = mode == "async c=8"
+        rows.append({
+            "path": mode, "strategy": strategy, "calls": calls,
+            "wall_ms/call": round(statistics.median(wall), 3),
+            "server_ms/call": round(statistics.median([b / c * 1000 for _, b, _, c in runs]), 3),
+            "overhead_ms/call (wall-server)": "n/a (overlap)" if overlap else
+            f"{statistics.median(outside):.3f} ({min(outside):.3f})",
+            "client_cpu_ms/call": f"{statistics.median(cpu):.3f} ({min(cpu):.3f})",
+        })
+    return pd.DataFrame(rows)
+
+
+# ---- 3. wall time vs ideal --------------------------------------------------------------------
+def wall_table(configs: list[tuple[str, int, int, dict[str, Any], tuple[int, ...]]], delay: float) -> Any:
+    import pandas as pd
+
+    from core.rerank import estimate_calls, rerank_candidates, sequential_depth
+
+    rows = []
+    with ServerProcess(delay) as srv:
         for strategy, nq, nd, params, concs in configs:
             cands = candidates(nq, nd)
             calls = nq * estimate_calls(strategy, nd, **params)
             depth = sequential_depth(strategy, nd, **params)
             for c in concs:
-                t0 = time.perf_counter()
+                srv.reset()
+                c0, t0 = time.process_time(), time.perf_counter()
                 res = rerank_candidates(cands, strategy, provider(srv.base_url), params=params, concurrency=c,
                                         max_chars=None)
-                wall = time.perf_counter() - t0
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+                busy, n_req = srv.server_time()
                 assert not res.errors, res.errors
-                assert res.usage["calls"] == calls
-                ideal = max(calls * args.delay / c, depth * args.delay)
-                rows.append({"strategy": strategy, "queries x docs": f"{nq} x {nd}", "calls": calls,
-                             "depth/query": depth, "concurrency": c, "wall_s": round(wall, 2),
-                             "ideal_s": round(ideal, 2), "wall/ideal": round(wall / ideal, 3)})
-                print(rows[-1], flush=True)
-    print()
-    print(f"Wall time vs ideal (server reply delay {args.delay * 1000:.0f} ms)")
-    print(pd.DataFrame(rows).to_string(index=False))
+                assert res.usage["calls"] == calls == n_req, (res.usage["calls"], calls, n_req)
+                ideal = max(calls * delay / c, depth * delay)
+                rows.append({"strategy": strategy + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})"
+                                                     if params else ""),
+                             "queries x docs": f"{nq} x {nd}", "calls": calls, "depth/query": depth,
+                             "concurrency": c, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
+                             "wall/ideal": round(wall / ideal, 3),
+                             "client_cpu_ms/call": round(cpu / calls * 1000, 3),
+                             "server_ms/call": round(busy / calls * 1000, 3)})
+                print(f"  {rows[-1]}  [{load()}]", flush=True)
+    return pd.DataFrame(rows)
 
-    over = []
-    with FakeOpenAIServer(delay=0.0) as srv:
-        cands = candidates(20, 100)
-        for label, conc in (("sync (concurrency 1)", 1), ("async (concurrency 8)", 8)):
-            for strategy in ("rankgpt", "tourrank"):
-                rerank_candidates(cands.subset(["q0"]), strategy, provider(srv.base_url), concurrency=conc)  # warm-up
-                srv.busy_s = 0.0
-                t0 = time.perf_counter()
-                res = rerank_candidates(cands, strategy, provider(srv.base_url), concurrency=conc, max_chars=None)
-                wall = time.perf_counter() - t0
-                n = res.usage["calls"]
-                outside = wall - srv.busy_s if conc == 1 else wall
-                over.append({"path": label, "strategy": strategy, "calls": n, "wall_s": round(wall, 3),
-                             "server_busy_s": round(srv.busy_s, 3),
-                             "overhead_ms_per_call": round(outside / n * 1000, 3)})
-    print()
-    print("Client overhead per call outside the server (delay 0; async row: wall / calls, server included)")
-    print(pd.DataFrame(over).to_string(index=False))
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--full", action="store_true", help="the issue's 100 x 100 configuration (long)")
+    ap.add_argument("--delay", type=float, default=0.2, help="server reply delay in seconds (wall-time table)")
+    ap.add_argument("--reps", type=int, default=5, help="repetitions of the overhead measurement")
+    ap.add_argument("--overhead-queries", type=int, default=20, help="queries per overhead run (x 100 candidates)")
+    ap.add_argument("--only", choices=("overhead", "wall"), help="run one part only")
+    ap.add_argument("--serve", type=float, metavar="DELAY", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.serve is not None:
+        return serve(args.serve)
+    import pandas as pd
+
+    pd.set_option("display.width", 250)
+    print(f"start: {load()}", flush=True)
+    print("Wire check (provider request bytes == client.chat.completions.create):", flush=True)
+    for line in check_wire():
+        print(f"  identical: {line}", flush=True)
+
+    if args.only in (None, "overhead"):
+        t0 = time.perf_counter()
+        table = overhead(args.reps, args.overhead_queries)
+        print(f"\nClient overhead per call outside the server (delay 0; median of {args.reps}, min in brackets; "
+              f"{time.perf_counter() - t0:.0f} s; {load()})")
+        print(table.to_string(index=False), flush=True)
+
+    if args.only in (None, "wall"):
+        if args.full:
+            configs = [("rankgpt", 100, 100, {}, (1, 8, 32)), ("tourrank", 100, 100, {}, (1, 8, 32)),
+                       ("prp", 100, 100, {"passes": 1}, (8, 32))]
+        else:
+            configs = [("rankgpt", 20, 100, {}, (1, 8, 32)), ("tourrank", 10, 100, {}, (1, 8, 32)),
+                       ("prp", 4, 20, {"passes": 1}, (1, 8, 32))]
+        print(f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms):", flush=True)
+        t0 = time.perf_counter()
+        table = wall_table(configs, args.delay)
+        print(f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms; "
+              f"{time.perf_counter() - t0:.0f} s; end: {load()})")
+        print(table.to_string(index=False))
     return 0
 
 
