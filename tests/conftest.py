@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-for _path in (ROOT, ROOT / "tests"):
-    if str(_path) not in sys.path:
-        sys.path.insert(0, str(_path))
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))  # `import core` without installing the project
+if str(ROOT / "tests") not in sys.path:
+    sys.path.append(str(ROOT / "tests"))  # shared test helpers (`import oracle`); never shadows the app

@@ -214,6 +214,7 @@ def evaluate(
 ) -> dict[str, dict[str, float]]:
     """{qid: {metric: value}} for every qrels query. ``ties`` is one of expected, optimistic,
     pessimistic, trec, given, or ``max`` / ``min`` (extremes over all orderings)."""
+    assert rel_level >= 1, "the label counting below assumes grades <= 0 are never relevant"
     grouped = by_query(rows)
     out: dict[str, dict[str, float]] = {}
     for qid, judgements in qrels.items():

@@ -33,7 +33,7 @@ METRICS = (
 FAMILIES_WITH_K = ("mrr", "hits", "recall", "precision", "ndcg", "map")
 TOL = 1e-12
 
-FAST = oracle.hypothesis_settings(250)
+FAST = oracle.hypothesis_settings(200)
 cutoff = st.integers(1, 9)
 
 
