@@ -295,15 +295,24 @@ def _rr(units: Units, k: int | None, nq: int) -> np.ndarray:
 
 
 def _hits(units: Units, k: int, nq: int) -> np.ndarray:
+    """P(a relevant document in the top k) = 1 - C(n - r, m) / C(n, m) for the first group
+    holding one (m of its n slots inside the cutoff). The ratio is the product of
+    ``1 - r/(n - i)`` over m terms, or equally of ``1 - m/(n - i)`` over r terms; the shorter
+    product is summed in log1p form and turned back with expm1, so hits stays exact to
+    rounding even when it is tiny and the tie group huge."""
     f = _first_relevant(units)
-    s, n, r = units.start[f], units.size[f], units.n_rel[f]
-    m = np.clip(k - s, 0, n)
-    miss = np.zeros(len(f))
-    possible = m <= n - r
-    mm, nn, rr = m[possible].astype(float), n[possible].astype(float), r[possible].astype(float)
-    miss[possible] = np.exp(_log_comb(nn - rr, mm) - _log_comb(nn, mm))
-    miss[m == 0] = 1.0
-    return np.bincount(units.qi[f], weights=1.0 - miss, minlength=nq)[:nq]
+    s, n, r = units.start[f], units.size[f].astype(np.int64), units.n_rel[f].astype(np.int64)
+    m = np.clip(k - s, 0, n).astype(np.int64)
+    by_m = m <= r
+    terms = np.where(by_m, m, r)
+    other = np.where(by_m, r, m).astype(float)
+    unit, i = _expand(s, terms)
+    with np.errstate(divide="ignore"):  # log1p(-1) = -inf: a certain hit, set below
+        log_miss = np.bincount(unit, weights=np.log1p(-other[unit] / (n[unit] - i)), minlength=len(f))
+    hit = -np.expm1(log_miss)
+    hit[m > n - r] = 1.0  # more slots than non-relevant documents: a hit is certain
+    hit[m == 0] = 0.0
+    return np.bincount(units.qi[f], weights=hit, minlength=nq)[:nq]
 
 
 def _dcg(units: Units, k: int | None, nq: int) -> np.ndarray:

@@ -40,7 +40,7 @@ def read_candidates(data: Source, *, filename: str | None = None, name: str | No
     text = _text(raw, display)
     queries: list[QueryCandidates] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):
         if not line.strip():
             continue
         try:
@@ -93,10 +93,10 @@ def read_candidates(data: Source, *, filename: str | None = None, name: str | No
 
 def _rows(text: str, display: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     """Rows of a CSV/TSV/JSONL table with their line numbers and the column names."""
-    first = next((ln for ln in text.splitlines() if ln.strip()), "")
+    first = next((ln for ln in text.split("\n") if ln.strip()), "")
     if first.lstrip().startswith("{"):
         rows = []
-        for number, line in enumerate(text.splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:
