@@ -136,13 +136,35 @@ class KeyIndex:
     sorted_keys: np.ndarray
     order: np.ndarray
     exact: bool  # docid keys are the docids themselves (canonical integers)
+    doc_bits: int | None = None  # packed keys ``query << doc_bits | docid`` (exact ids that fit)
 
     @classmethod
     def build(cls, qid_codes: np.ndarray, docid: pa.Array, doc_keys: tuple[np.ndarray, bool] | None = None) -> KeyIndex:
         keys, exact = doc_keys if doc_keys is not None else docid_keys(docid)
+        n = len(keys)
+        if exact and n:
+            doc_bits = max(int(keys.max()).bit_length(), 1)
+            q_bits = max(int(qid_codes.max()).bit_length(), 1)
+            row_bits = max(n.bit_length(), 1)
+            if q_bits + doc_bits + row_bits <= 64:
+                # one in-place sort of (query, docid, row) packed in 64 bits: no argsort, no gather
+                packed = qid_codes.astype(np.uint64) << np.uint64(doc_bits + row_bits)
+                packed |= keys << np.uint64(row_bits)
+                packed |= np.arange(n, dtype=np.uint64)
+                packed.sort()
+                order = (packed & np.uint64((1 << row_bits) - 1)).astype(np.int64)
+                packed >>= np.uint64(row_bits)
+                return cls(packed, order, True, doc_bits)
         mixed = mix_keys(keys, qid_codes)
         order = np.argsort(mixed)
         return cls(mixed[order], order, exact)
+
+    def _keys(self, doc_keys: np.ndarray, qid_codes: np.ndarray) -> np.ndarray:
+        if self.doc_bits is None:
+            return mix_keys(doc_keys, qid_codes)
+        fits = doc_keys < np.uint64(1 << self.doc_bits)  # larger ids cannot be in the index
+        packed = (qid_codes.astype(np.uint64) << np.uint64(self.doc_bits)) | doc_keys
+        return np.where(fits, packed, np.uint64(2**64 - 1))
 
     def duplicate_pair(self, qid_codes: np.ndarray, docid: pa.Array) -> tuple[int, int] | None:
         """Rows ``(first, second)`` of a docid repeated within one query, or None."""
@@ -170,7 +192,7 @@ class KeyIndex:
         else:
             ok = want_codes >= 0
             keys = _hash_strings(want_docids)
-        mixed = mix_keys(keys, np.maximum(want_codes, 0))
+        mixed = self._keys(keys, np.maximum(want_codes, 0))
         left = np.searchsorted(self.sorted_keys, mixed, side="left")
         right = np.searchsorted(self.sorted_keys, mixed, side="right")
         hit = ok & (right > left)
@@ -260,9 +282,14 @@ class Run:
             if arr.null_count:
                 row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
                 raise DataError(f"missing {col}", file=self.source, expected=f"a non-empty {col}", rows=(row,))
-            empty = np.flatnonzero(np.diff(string_offsets(arr)) == 0)
-            if len(empty):
-                raise DataError(f"empty {col}", file=self.source, expected=f"a non-empty {col}", rows=(int(empty[0]),))
+        # an empty qid is one of the few distinct qids; exact (integer) docids are never empty
+        empty_q = np.flatnonzero(self.qid_values == "")
+        empty = np.flatnonzero(self.qid_codes == empty_q[0]) if len(empty_q) else []
+        col = "qid"
+        if not len(empty) and not self.doc_keys[1]:
+            empty, col = np.flatnonzero(np.diff(string_offsets(self.docids)) == 0), "docid"
+        if len(empty):
+            raise DataError(f"empty {col}", file=self.source, expected=f"a non-empty {col}", rows=(int(empty[0]),))
         score = self.scores
         finite = np.isfinite(score)
         if not finite.all():

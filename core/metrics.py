@@ -307,7 +307,7 @@ def _hits(units: Units, k: int, nq: int) -> np.ndarray:
     terms = np.where(by_m, m, r)
     other = np.where(by_m, r, m).astype(float)
     unit, i = _expand(s, terms)
-    with np.errstate(divide="ignore"):  # log1p(-1) = -inf: a certain hit, set below
+    with np.errstate(divide="ignore", invalid="ignore"):  # m > n - r: a certain hit, set below
         log_miss = np.bincount(unit, weights=np.log1p(-other[unit] / (n[unit] - i)), minlength=len(f))
     hit = -np.expm1(log_miss)
     hit[m > n - r] = 1.0  # more slots than non-relevant documents: a hit is certain

@@ -54,3 +54,20 @@ def test_locate_agrees_with_ranked():
     np.testing.assert_array_equal(fast.pos, ranked.pos)
     np.testing.assert_array_equal(fast.size, ranked.group_size)
     np.testing.assert_array_equal(fast.group_start, ranked.group_start)
+
+
+def test_numeric_docids_packed_index_finds_duplicates_and_judgements():
+    from core.errors import DataError
+
+    frame = pd.DataFrame({"qid": ["7", "7", "7", "9", "9"], "docid": ["0", "12", "8841822", "12", "5"],
+                          "score": [3.0, 2.0, 2.0, 1.0, 0.5]})
+    run = Run.from_frame(frame, "n")
+    assert run.key_index.doc_bits is not None  # canonical integers: packed (query, docid, row) keys
+    qrels = Qrels.from_frame(pd.DataFrame({"qid": ["7", "7", "9", "9", "8"], "docid": ["12", "012", "12", "x", "12"],
+                                           "relevance": [1, 1, 2, 1, 1]}))
+    from core.metrics import judged_rows
+
+    rows, grades = judged_rows(run, qrels)
+    assert rows.tolist() == [1, 3] and grades.tolist() == [1, 2]  # "012" and "x" are other documents
+    with pytest.raises(DataError, match="rows 1 and 3"):
+        Run.from_frame(pd.DataFrame({"qid": ["1", "2", "1"], "docid": ["5", "5", "5"], "score": [1.0, 1.0, 0.0]}), "d")
