@@ -87,8 +87,13 @@ def k_sweep_figure(sweep: pd.DataFrame, metric: str, chosen_k: float | None = No
     for i, (policy, frame) in enumerate(sweep.groupby("policy", sort=False)):
         fig.add_trace(go.Scatter(x=frame["k"], y=frame["value"], mode="lines+markers", name=str(policy),
                                  line=dict(color=PALETTE[i % len(PALETTE)])))
-    if chosen_k is not None:
-        fig.add_vline(x=chosen_k, line=dict(color="#6f7b86", dash="dash"), annotation_text=f"k={chosen_k:g}")
+    if chosen_k is not None and len(sweep):
+        # a trace, not add_vline: shapes on a log axis take log10 coordinates, which put the
+        # marker at 10^k and stretched the axis to 10^60
+        lo, hi = float(sweep["value"].min()), float(sweep["value"].max())
+        fig.add_trace(go.Scatter(x=[chosen_k, chosen_k], y=[lo, hi], mode="lines+text", name=f"chosen k = {chosen_k:g}",
+                                 text=["", f"k={chosen_k:g}"], textposition="top right",
+                                 line=dict(color="#6f7b86", dash="dash"), hoverinfo="skip"))
     fig.update_layout(**base_layout(title=f"{metric} of RRF as k varies", xaxis=dict(title="k", type="log"),
                                     yaxis=dict(title=metric)))
     return fig

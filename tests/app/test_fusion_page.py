@@ -51,7 +51,9 @@ def test_demo_fusion_page_end_to_end():
     k_fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "as k varies" in
                  json.loads(c.proto.spec)["layout"]["title"]["text"])
     assert k_fig["layout"]["xaxis"]["type"] == "log"
-    assert {t["name"] for t in k_fig["data"]} == {"trec", "expected"}
+    assert {t["name"] for t in k_fig["data"]} == {"trec", "expected", "chosen k = 60"}
+    assert max(max(t["x"]) for t in k_fig["data"]) <= 1000  # the k marker stays on the data's scale
+    assert not k_fig["layout"].get("shapes")
 
     # two runs, CombMNZ with min-max: the weight sweep appears; add the fused run to the workspace
     at.multiselect(key="fuse_runs").set_value(["dense (e5)", "sparse (bm25)"]).run()
