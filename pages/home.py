@@ -17,7 +17,7 @@ st.markdown(
     "exact **tie-aware** versions, with the range that ties allow."
 )
 
-left, right = st.columns([3, 2], gap="large")
+left, right = st.columns([1, 1], gap="large")
 with left:
     st.subheader("Why ties matter")
     st.markdown(
