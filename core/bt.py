@@ -171,7 +171,6 @@ def mle_exists(agg: Aggregated, comp: np.ndarray) -> bool:
 
 def _gauge(comp: np.ndarray, dim: int) -> np.ndarray:
     """Projector onto the per-component constant vectors (padded to ``dim``)."""
-    m = len(comp)
     j = np.zeros((dim, dim))
     for c in np.unique(comp):
         idx = np.flatnonzero(comp == c)

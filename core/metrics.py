@@ -37,8 +37,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 from scipy.special import gammaln
 
 from core.data import Qrels, Run

@@ -54,9 +54,6 @@ class Workspace:
         bucket[name] = Entry(kind, name, obj, origin, digest, note)
         return name
 
-    def find_digest(self, kind: str, digest: str) -> list[str]:
-        return [e.name for e in self._bucket(kind).values() if e.digest == digest]
-
     def get(self, kind: str, name: str) -> Any:
         return self._bucket(kind)[name].obj
 

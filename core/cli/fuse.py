@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-import warnings
 
-from core.errors import DataWarning
 from core.fusion import INPUT_ORDERS, METHODS, NORMS, FusionError, fuse
 from core.cli import read_named_runs
 from core.io import write_trec_run
@@ -37,10 +35,8 @@ def run(args: argparse.Namespace) -> int:
     runs = read_named_runs(args.runs)
     if len(runs) < 2:
         raise FusionError(f"fusion needs at least two runs, got {len(runs)} in {', '.join(args.runs)}")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", DataWarning)
-        fused = fuse(runs, args.method, k=args.k, weights=args.weights, norm=args.norm, depth=args.depth,
-                     top_k=args.top_k, ties=args.ties)
+    fused = fuse(runs, args.method, k=args.k, weights=args.weights, norm=args.norm, depth=args.depth,
+                 top_k=args.top_k, ties=args.ties, warn=False)  # the report's notes are printed below
     for note in fused.meta["fusion"].notes:
         print(f"warning: {note}", file=sys.stderr)
     tag = args.tag or args.method

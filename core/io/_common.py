@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import zlib
 from pathlib import Path
-from typing import IO, Callable, Union
+from typing import IO, Any, Callable, Iterator, Union
 
 import numpy as np
 
@@ -100,6 +101,23 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
     if "\t" in head and any(c.isalpha() for c in head.split("\t")[0]) and head.lower().startswith(("qid", "query", "topic")):
         return "tsv"
     return "trec"
+
+
+def json_lines(text: str, name: str, expected: str = "one JSON object per line") -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(1-based line, object)`` for every non-blank JSONL line. Lines are split on ``\\n``
+    only (U+2028 and friends are legal inside JSON strings); a line that is not valid JSON or
+    not an object raises `DataError` naming it."""
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=name, line=number,
+                            expected=expected) from None
+        if not isinstance(obj, dict):
+            raise DataError("not a JSON object", file=name, line=number, expected=expected)
+        yield number, obj
 
 
 class LineMap:

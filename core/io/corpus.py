@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from typing import Any
 
 from core.data import Run
 from core.errors import DataError
-from core.io._common import Source, check_text, load_bytes, strip_bom
+from core.io._common import Source, check_text, json_lines, load_bytes, strip_bom
 from core.rerank.candidates import CandidateSet, QueryCandidates
 
 ID_ALIASES = {"docid": ("docid", "doc_id", "id", "_id", "pid", "document_id"),
@@ -40,17 +39,7 @@ def read_candidates(data: Source, *, filename: str | None = None, name: str | No
     text = _text(raw, display)
     queries: list[QueryCandidates] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(text.split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=display, line=number,
-                            expected='{"qid", "query", "candidates": [{"docid", "text"}]}') from None
-        if not isinstance(obj, dict):
-            raise DataError("a line must be a JSON object", file=display, line=number,
-                            expected='{"qid", "query", "candidates": [...]}')
+    for number, obj in json_lines(text, display, expected='{"qid", "query", "candidates": [{"docid", "text"}]}'):
         for key in ("qid", "query", "candidates"):
             if key not in obj:
                 raise DataError(f"missing key {key!r}", file=display, line=number,
@@ -95,17 +84,7 @@ def _rows(text: str, display: str) -> tuple[list[tuple[int, dict[str, Any]]], li
     """Rows of a CSV/TSV/JSONL table with their line numbers and the column names."""
     first = next((ln for ln in text.split("\n") if ln.strip()), "")
     if first.lstrip().startswith("{"):
-        rows = []
-        for number, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc.msg})", file=display, line=number) from None
-            if not isinstance(obj, dict):
-                raise DataError("a line must be a JSON object", file=display, line=number)
-            rows.append((number, obj))
+        rows = list(json_lines(text, display))
         return rows, list(rows[0][1]) if rows else []
     delim = "\t" if "\t" in first else ","
     reader = csv.reader(io.StringIO(text), delimiter=delim)

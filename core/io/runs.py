@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import os
 import re
 from pathlib import Path
@@ -26,7 +25,7 @@ import pyarrow.parquet as pq
 
 from core.data import Qrels, Run
 from core.errors import DataError
-from core.io._common import LineMap, Source, check_text, load_bytes, sniff_format, strip_bom
+from core.io._common import LineMap, Source, check_text, json_lines, load_bytes, sniff_format, strip_bom
 
 RUN_TREC_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
 QRELS_TREC_COLUMNS = ("qid", "iter", "docid", "relevance")
@@ -248,15 +247,7 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
     except UnicodeDecodeError:  # large files skip the up-front check: locate the byte now
         check_text(raw, display, full=True)
         raise
-    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines(): U+2028 etc. are legal inside JSON strings
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc.msg})", file=display, line=number, expected="one JSON object per line") from None
-        if not isinstance(obj, dict):
-            raise DataError("not a JSON object", file=display, line=number, expected="one JSON object per line")
+    for number, obj in json_lines(text, display):
         row = {aliases.get(k.lower(), k.lower()): v for k, v in obj.items()}
         missing = [c for c in required if c not in row]
         if missing:
@@ -434,16 +425,9 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
     raw = strip_bom(raw)
     records: list[tuple[str, str, list[str]]] = []
     if kind == "jsonl":
-        for number, line in enumerate(raw.decode("utf-8").split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc.msg})", file=display, line=number) from None
-            refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer")))) \
-                if isinstance(obj, dict) else None
-            if not isinstance(obj, dict) or "qid" not in obj or "prediction" not in obj or refs is None:
+        for number, obj in json_lines(raw.decode("utf-8"), display):
+            refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer"))))
+            if "qid" not in obj or "prediction" not in obj or refs is None:
                 raise DataError("missing qid, prediction or reference(s)", file=display, line=number,
                                 expected='{"qid", "prediction", "reference" or "references"}')
             refs = [str(r) for r in refs] if isinstance(refs, list) else [str(refs)]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from streamlit.testing.v1 import AppTest
 
