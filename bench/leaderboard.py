@@ -87,7 +87,7 @@ def run_case(label, m, n, seed, seq_rounds):
         ("bootstrap 100 rounds", t_b100, per_round * 100),
         ("bootstrap 1,000 rounds", t_b1000, per_round * 1000),
     ]
-    print(f"| step | RankLens (s) | sequential L-BFGS (s) | speed-up |")
+    print("| step | RankLens (s) | sequential L-BFGS (s) | speed-up |")
     print("|---|---:|---:|---:|")
     for name, ours_t, peer in rows:
         peer_s = f"{peer:.2f}" + (" (extrap.)" if "bootstrap" in name else "") if peer is not None else "–"

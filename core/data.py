@@ -30,6 +30,27 @@ try:
 except (NotImplementedError, pa.ArrowNotImplementedError):  # pragma: no cover - build without jemalloc
     pa.set_memory_pool(pa.system_memory_pool())
 
+
+def _keep_freed_heap_memory() -> None:
+    """Let glibc's malloc (numpy's allocator) reuse freed blocks below 32 MiB instead of
+    unmapping and re-faulting them: chunked numpy pipelines (fusion, evaluation) then touch
+    fresh pages once, not once per chunk (measured: ~0.4-1 s less system time per fusion of
+    five 7M-row runs on a 2-core VM). Arrays of 32 MiB and more are still returned at once;
+    a no-op outside glibc."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # pragma: no cover - not glibc
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    mallopt(m_mmap_threshold, 32 * 2**20)
+    mallopt(m_trim_threshold, 1024 * 2**20)
+
+
+_keep_freed_heap_memory()
+
 if TYPE_CHECKING:
     from core.ties import RankedRun
 

@@ -53,7 +53,9 @@ Conventions (stated once, used everywhere):
 from __future__ import annotations
 
 import math
+import os
 import warnings
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -152,17 +154,59 @@ def _unique_names(runs: Sequence[Run]) -> list[str]:
 # ---------------------------------------------------------------------------------------
 # Per-input preparation: rank order, depth, normalisation (vectorised per run)
 # ---------------------------------------------------------------------------------------
-@dataclass
 class _Prepared:
-    """One input, rows grouped by query (blocks): 1-based rank and raw score per row, and
-    per block its global query code, start and length (all after ``depth``)."""
+    """One input, rows grouped by query (blocks): raw score and 1-based rank per row, and per
+    block its global query code, start and length (all after ``depth``).
 
-    rows: np.ndarray | None  # file rows (None = identity)
-    rank: np.ndarray  # 1-based rank under the input order (int32)
-    score: np.ndarray
-    seg_q: np.ndarray  # global query code of each block
-    seg_start: np.ndarray
-    seg_len: np.ndarray
+    A score-sorted input keeps its ranks implicit (position in the block + 1, with the few
+    rows of tie groups overridden), so no rank array is built unless a caller asks for one.
+    """
+
+    def __init__(self, rows, score, seg_q, seg_start, seg_len, rank=None, tied=None):
+        self.rows = rows  # file rows (None = identity)
+        self.score = score
+        self.seg_q = seg_q  # global query code of each block
+        self.seg_start = seg_start
+        self.seg_len = seg_len
+        self._rank = rank  # int32 ranks, or None when implicit
+        self._tied = tied  # implicit ranks: (rows, ranks) overriding the position, sorted by row
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.score)
+
+    @property
+    def max_rank(self) -> int:
+        """Ranks are a permutation of 1..m in every block of m rows."""
+        return int(self.seg_len.max()) if len(self.seg_len) else 0
+
+    @property
+    def rank(self) -> np.ndarray:
+        """1-based rank of every row (int32)."""
+        if self._rank is None:
+            self._rank = self.rank_in(slice(0, self.n_rows), self.seg_len)
+        return self._rank
+
+    def rank_in(self, rows: slice | np.ndarray, lens: np.ndarray) -> np.ndarray:
+        """Ranks of ``rows``: whole consecutive blocks of lengths ``lens``."""
+        if self._rank is not None:
+            return self._rank[rows]
+        n = int(lens.sum())
+        begin = np.zeros(len(lens), dtype=np.int32)
+        np.cumsum(lens[:-1], out=begin[1:])
+        out = np.arange(1, n + 1, dtype=np.int32)
+        out -= np.repeat(begin, lens)
+        if self._tied is not None:
+            tied_rows, tied_ranks = self._tied
+            if isinstance(rows, slice):
+                lo, hi = np.searchsorted(tied_rows, [rows.start, rows.stop])
+                out[tied_rows[lo:hi] - rows.start] = tied_ranks[lo:hi]
+            else:
+                at = np.searchsorted(tied_rows, rows)
+                at_ok = np.minimum(at, len(tied_rows) - 1)
+                hit = np.flatnonzero((at < len(tied_rows)) & (tied_rows[at_ok] == rows))
+                out[hit] = tied_ranks[at[hit]]
+        return out
 
     def row_block(self) -> np.ndarray:
         return np.repeat(np.arange(len(self.seg_len)), self.seg_len)
@@ -179,66 +223,79 @@ def _segments(local_q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts, lengths
 
 
-def _input_ranks(run: Run, ties: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray]:
-    """(file rows grouped by query or None for identity, local query code per row, 1-based rank)."""
+def _input_ranks(run: Run, ties: str) -> tuple[np.ndarray | None, np.ndarray, np.ndarray | None, object]:
+    """(file rows grouped by query or None for identity, local query code per row, 1-based
+    rank (int32) or None when implicit, and for implicit ranks the per-query row bounds and
+    the tie overrides ``(rows, ranks)`` or None)."""
     codes = run.qid_codes
-    scores = run.scores
-    n = len(codes)
     if ties == "trec":
-        if n > 1:
-            dq = codes[1:] - codes[:-1]
-            same = dq == 0
-            fast = bool(((dq > 0) | (same & (scores[1:] <= scores[:-1]))).all())
-        else:
-            fast, same = True, np.zeros(0, dtype=bool)
-        if fast:  # grouped by query, scores non-increasing: rank = position but inside ties
-            starts, lengths = _segments(codes)
-            pos = np.arange(n, dtype=np.int64) - np.repeat(starts, lengths)
-            tied_next = np.flatnonzero(same & (scores[1:] == scores[:-1]))
-            if len(tied_next):
-                _order_ties_trec(run.docids, pos, tied_next)
-            return None, codes, pos + 1
+        if run.presorted:  # grouped by query, scores non-increasing: rank = position but inside ties
+            tied = None
+            if len(codes) > 1:
+                scores = run.scores
+                tied_next = np.flatnonzero((scores[1:] == scores[:-1]) & (codes[1:] == codes[:-1]))
+                if len(tied_next):
+                    tied = _order_ties_trec(run.docids, run.query_bounds, codes, tied_next)
+            return None, codes, None, (run.query_bounds, tied)
         ranked = run.ranked
         pos = ranked.group_start.copy()
-        tied = np.flatnonzero(ranked.group_size > 1)
-        if len(tied):
-            pos[tied] += docid_rank_in_group(run, ranked.order[tied])
-        return ranked.order, ranked.qcode, pos + 1
+        tied_rows = np.flatnonzero(ranked.group_size > 1)
+        if len(tied_rows):
+            pos[tied_rows] += docid_rank_in_group(run, ranked.order[tied_rows])
+        return ranked.order, ranked.qcode, (pos + 1).astype(np.int32, copy=False), None
     positions = given_positions(run)
     order = np.lexsort((positions, codes))
-    return order, codes[order], positions[order] + 1
+    return order, codes[order], (positions[order] + 1).astype(np.int32), None
 
 
-def _order_ties_trec(docids: pa.Array, pos: np.ndarray, tied_next: np.ndarray) -> None:
-    """Reorder positions inside tie groups to docid descending (in place). ``tied_next``
-    holds rows i whose score equals row i+1's (same query); rows are in score order."""
-    member = np.zeros(len(pos), dtype=bool)
+def _order_ties_trec(docids: pa.Array, bounds: np.ndarray, codes: np.ndarray,
+                     tied_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ranks of the rows of tie groups in a score-sorted run, docid descending inside each
+    group: ``(rows, ranks)`` sorted by row. ``tied_next`` holds rows i whose score equals row
+    i+1's (same query)."""
+    n = len(codes)
+    member = np.zeros(n, dtype=bool)
     member[tied_next] = True
     member[tied_next + 1] = True
     rows = np.flatnonzero(member)
-    link = np.zeros(len(pos), dtype=bool)
+    link = np.zeros(n, dtype=bool)
     link[tied_next] = True
     brk = np.ones(len(rows), dtype=bool)
     brk[1:] = ~((rows[1:] == rows[:-1] + 1) & link[rows[:-1]])
     gid = np.cumsum(brk) - 1
-    first_pos = pos[rows[brk]]
+    first_rows = rows[brk]
+    first_pos = first_rows - bounds[codes[first_rows]]
     table = pa.table({"g": gid, "d": docids.take(pa.array(rows))})
     idx = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
     g_sorted = gid[idx]
     group_begin = np.flatnonzero(brk)
-    pos[rows[idx]] = first_pos[g_sorted] + (np.arange(len(rows)) - group_begin[g_sorted])
+    ranks = np.empty(len(rows), dtype=np.int32)
+    ranks[idx] = first_pos[g_sorted] + (np.arange(len(rows)) - group_begin[g_sorted]) + 1
+    return rows, ranks
 
 
 def _prepare(run: Run, qmap: np.ndarray, ties: str, depth: int | None) -> _Prepared:
-    rows, local_q, rank = _input_ranks(run, ties)
+    rows, local_q, rank, implicit = _input_ranks(run, ties)
     score = run.scores if rows is None else run.scores[rows]
+    if implicit is not None:  # every query is one block of consecutive rows, in code order
+        bounds, tied = implicit
+        lengths = np.diff(bounds)
+        present = np.flatnonzero(lengths)
+        seg_q = qmap[present]
+        lengths = lengths[present]
+        starts = bounds[present]
+        p = _Prepared(None, score, seg_q, starts, lengths, None, tied)
+        if depth is None or lengths.max() <= depth:
+            return p
+        rank, local_q = p.rank, np.repeat(np.arange(len(present)), lengths)
+        qmap = seg_q  # local_q now numbers the blocks
     if depth is not None and (rank > depth).any():
         keep = np.flatnonzero(rank <= depth)
         rows = keep if rows is None else rows[keep]
         local_q, rank, score = local_q[keep], rank[keep], score[keep]
     starts, lengths = _segments(local_q)
     seg_q = qmap[local_q[starts]] if len(starts) else np.zeros(0, np.int64)
-    return _Prepared(rows, rank.astype(np.int32, copy=False), score, seg_q, starts, lengths)
+    return _Prepared(rows, score, seg_q.astype(np.int64, copy=False), starts, lengths.astype(np.int64), rank)
 
 
 def normalise(score: np.ndarray, rank: np.ndarray, seg_len: np.ndarray, norm: str | None) -> np.ndarray:
@@ -299,13 +356,16 @@ def _numeric_keys(docids: pa.Array) -> np.ndarray | None:
 class _DocCoder:
     """Maps docids of several runs to shared non-negative integer keys and back."""
 
-    def __init__(self, arrays: list[pa.Array], known: list[np.ndarray | None] | None = None):
-        known = known or [None] * len(arrays)
-        keys = [k if k is not None else _numeric_keys(a) for a, k in zip(arrays, known)]
+    def __init__(self, strings: list, known: list[np.ndarray | None] | None = None):
+        """``strings[i]()`` gives input i's docids (called only when needed); ``known[i]`` its
+        exact integer keys when it has them."""
+        known = known or [None] * len(strings)
+        keys = [k if k is not None else _numeric_keys(get()) for get, k in zip(strings, known)]
         if all(k is not None for k in keys):
             self.dictionary = None
             self.keys = keys
         else:
+            arrays = [get() for get in strings]
             combined = pa.chunked_array(arrays, type=pa.string())
             self.dictionary = pc.unique(combined)
             self.keys = [
@@ -391,6 +451,42 @@ class Joined:
         return self._cache["gid"]
 
 
+@dataclass
+class _Inputs:
+    """The inputs after ranking, ``depth`` and docid coding, before any join."""
+
+    names: list[str]
+    qid_values: np.ndarray  # union of the inputs' queries (first appearance)
+    preps: list[_Prepared]
+    coder: _DocCoder
+    lengths: np.ndarray  # (inputs, queries): list length, 0 when the input lacks the query
+
+    @property
+    def missing(self) -> dict[str, list[str]]:
+        return {name: [str(q) for q in self.qid_values[np.flatnonzero(row == 0)]]
+                for name, row in zip(self.names, self.lengths)}
+
+
+def _setup(runs: Sequence[Run], depth: int | None, ties: str) -> _Inputs:
+    runs = list(runs)
+    names = _unique_names(runs)
+    qid_values = pd.unique(np.concatenate([r.qid_values for r in runs]))
+    qindex = pd.Index(qid_values)
+    qmaps = [qindex.get_indexer(r.qid_values).astype(np.int64) for r in runs]
+    with ThreadPoolExecutor(max_workers=_workers()) as pool:  # numpy releases the GIL: inputs in parallel
+        preps = list(pool.map(lambda a: _prepare(*a, ties, depth), zip(runs, qmaps)))
+    docs, known = [], []
+    for r, p in zip(runs, preps):
+        keys, exact = r.doc_keys  # computed once per run (validation already needed them)
+        known.append((keys if p.rows is None else keys[p.rows]).view(np.int64) if exact else None)
+        docs.append(lambda r=r, p=p: r.docids if p.rows is None else r.docids.take(pa.array(p.rows)))
+    coder = _DocCoder(docs, known)
+    lengths = np.zeros((len(runs), len(qid_values)), dtype=np.int64)
+    for i, p in enumerate(preps):
+        lengths[i, p.seg_q] = p.seg_len
+    return _Inputs(names, np.asarray(qid_values, dtype=object), preps, coder, lengths)
+
+
 def join(runs: Sequence[Run], norm: str | None = None, depth: int | None = None, ties: str = "trec") -> Joined:
     """Join the inputs on (qid, docid) after ranking, ``depth`` and normalisation.
 
@@ -399,29 +495,19 @@ def join(runs: Sequence[Run], norm: str | None = None, depth: int | None = None,
     grouping costs one cache-friendly sort of short rows instead of a global sort; very ragged
     inputs or very wide keys fall back to one global sort.
     """
-    runs = list(runs)
-    names = _unique_names(runs)
-    qid_values = pd.unique(np.concatenate([r.qid_values for r in runs]))
-    qindex = pd.Index(qid_values)
-    n_q = len(qid_values)
-    preps = [_prepare(r, qindex.get_indexer(r.qid_values).astype(np.int64), ties, depth) for r in runs]
-    docs, known = [], []
-    for r, p in zip(runs, preps):
-        docs.append(r.docids if p.rows is None else r.docids.take(pa.array(p.rows)))
-        keys, exact = r.doc_keys  # computed once per run (validation already needed them)
-        known.append((keys if p.rows is None else keys[p.rows]).view(np.int64) if exact else None)
-    coder = _DocCoder(docs, known)
-    del docs
+    return _join_inputs(_setup(runs, depth, ties), norm, depth, ties)
 
-    n_rows = np.array([len(p.rank) for p in preps], dtype=np.int64)
+
+def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str) -> Joined:
+    names, qid_values, preps, coder, lengths = (inputs.names, inputs.qid_values, inputs.preps, inputs.coder,
+                                                inputs.lengths)
+    n_q = len(qid_values)
+    n_rows = np.array([p.n_rows for p in preps], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(n_rows)))
     total = int(offsets[-1])
-    lengths = np.zeros((len(runs), n_q), dtype=np.int64)
-    for i, p in enumerate(preps):
-        lengths[i, p.seg_q] = p.seg_len
     per_q = lengths.sum(axis=0)
     g_bits = max(int(total).bit_length(), 1)
-    widths = lengths.max(axis=1) if n_q else np.zeros(len(runs), np.int64)
+    widths = lengths.max(axis=1) if n_q else np.zeros(len(preps), np.int64)
     width = int(widths.sum())
     g_mask = np.uint64((1 << g_bits) - 1)
     if coder.bits + g_bits <= 64 and n_q * width <= 3 * total + 1_000_000:
@@ -498,62 +584,303 @@ def join(runs: Sequence[Run], norm: str | None = None, depth: int | None = None,
         gq = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(q_start_group))
     else:
         gq = q_of_group_row[starts]
-    missing = {}
-    for name, row in zip(names, lengths):
-        absent = np.flatnonzero(row == 0)
-        missing[name] = [str(q) for q in qid_values[absent]]
-    return Joined(names=names, qid_values=np.asarray(qid_values, dtype=object), coder=coder, starts=starts, gq=gq,
-                  gdoc=gdoc, source=source, n_rows=n_rows, preps=preps, lengths=lengths, norm=norm, ties=ties,
-                  depth=depth, missing=missing)
+    return Joined(names=names, qid_values=qid_values, coder=coder, starts=starts, gq=gq, gdoc=gdoc, source=source,
+                  n_rows=n_rows, preps=preps, lengths=lengths, norm=norm, ties=ties, depth=depth,
+                  missing=inputs.missing)
+
+
+# ---------------------------------------------------------------------------------------
+# Streamed fusion: join and score query blocks in cache-sized chunks (the `fuse` hot path)
+# ---------------------------------------------------------------------------------------
+STREAMED_METHODS: tuple[str, ...] = ("rrf", "isr", "combsum", "wsum", "combmnz", "combanz", "combmax", "combmin")
+_CHUNK_ELEMENTS = 1 << 20  # input rows joined per chunk: small enough that buffers are reused, not faulted in
+
+
+def _contribution_bound(preps: Sequence[_Prepared], method: str, k: float, w: np.ndarray, norm: str | None) -> float:
+    """An upper bound of ``|contribution|`` over all rows (fixes the fixed-point quantum
+    without a pass over the data): ranks are >= 1 and normalised scores lie in [-1, 1],
+    except z-scores, bounded by ``sqrt(m - 1)`` for a list of ``m``."""
+    live = [i for i, p in enumerate(preps) if p.n_rows]
+    if not live:
+        return 0.0
+    if method == "rrf":
+        return max(w[i] / (k + 1.0) for i in live)
+    if method == "isr":
+        return max(w[i] for i in live)
+    if method == "borda":
+        raise FusionError("borda has no fixed contribution bound")  # pragma: no cover - not streamed
+    if norm is None:
+        return max(w[i] * max(abs(float(preps[i].score.max())), abs(float(preps[i].score.min()))) for i in live)
+    if norm == "zscore":
+        return max(w[i] * max(1.0, math.sqrt(max(float(preps[i].seg_len.max()) - 1.0, 0.0))) for i in live)
+    return max(w[i] for i in live)
+
+
+def _quantum_for(bound: float) -> float | None:
+    return None if bound == 0.0 else _quantum(bound)
+
+
+def _block_rows(p: _Prepared, blocks: np.ndarray) -> tuple[slice | np.ndarray, np.ndarray]:
+    """Prepared rows of ``blocks`` (a slice when they are consecutive) and their lengths."""
+    lens = p.seg_len[blocks]
+    first = p.seg_start[blocks]
+    if blocks[-1] - blocks[0] == len(blocks) - 1 and (len(blocks) < 2 or bool((np.diff(blocks) == 1).all())):
+        return slice(int(first[0]), int(first[-1] + lens[-1])), lens
+    n = int(lens.sum())
+    begin = np.zeros(len(lens), dtype=np.int64)
+    np.cumsum(lens[:-1], out=begin[1:])
+    rows = np.repeat(first - begin, lens) + np.arange(n, dtype=np.int64)
+    return rows, lens
+
+
+def _row_contributions(p: _Prepared, rows, lens: np.ndarray, method: str, k: float, weight: float, norm: str | None,
+                       quantum: float | None, table: np.ndarray | None) -> np.ndarray:
+    """Contribution of each of ``rows`` (fixed-point int64 for additive methods, else float)."""
+    if table is not None:  # rank methods: a lookup by rank
+        return table[p.rank_in(rows, lens)]
+    value = weight * normalise(p.score[rows], p.rank_in(rows, lens) if norm == "rank" else None, lens, norm)
+    if quantum is None:
+        return value
+    return np.rint(value / quantum).astype(np.int64)
+
+
+def _rank_table(method: str, k: float, weight: float, max_rank: int, quantum: float) -> np.ndarray:
+    """Fixed-point contribution of ranks 0..max_rank (rank 0 does not occur)."""
+    ranks = np.arange(max_rank + 1, dtype=np.float64)
+    ranks[0] = 1.0
+    value = weight / (k + ranks) if method == "rrf" else weight / (ranks * ranks)
+    return np.rint(value / quantum).astype(np.int64)
+
+
+def _workers() -> int:
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, min(4, os.cpu_count() or 1))
+
+
+class _Streamer:
+    """Fuses chunks of consecutive queries independently (see `_stream`)."""
+
+    def __init__(self, inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None):
+        self.preps, self.keys = inputs.preps, inputs.coder.keys
+        self.method, self.k, self.w, self.norm = method, k, w, norm
+        lengths = inputs.lengths
+        n_q = lengths.shape[1]
+        self.per_q = lengths.sum(axis=0)
+        self.col_off = np.zeros_like(lengths)
+        np.cumsum(lengths[:-1], axis=0, out=self.col_off[1:])
+        self.block_of = []
+        for p in self.preps:
+            b = np.full(n_q, -1, dtype=np.int64)
+            b[p.seg_q] = np.arange(len(p.seg_q))
+            self.block_of.append(b)
+        self.additive = method not in ("combmax", "combmin")
+        self.quantum = _quantum_for(_contribution_bound(self.preps, method, k, w, norm)) if self.additive else None
+        # rank methods: the low bits of a packed row hold (table offset + rank); a small
+        # lookup table gives the contribution. Score methods: the low bits hold the row's slot.
+        self.table = self.table_off = None
+        if method in ("rrf", "isr") and self.quantum is not None:
+            parts = [_rank_table(method, k, float(w[i]), p.max_rank, self.quantum)
+                     for i, p in enumerate(self.preps)]
+            self.table_off = np.concatenate(([0], np.cumsum([len(t) for t in parts])[:-1])).astype(np.int64)
+            self.table = np.concatenate(parts)
+        self.low_bits = int(len(self.table) if self.table is not None else _CHUNK_ELEMENTS).bit_length()
+
+    def chunk(self, qa: int, qb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Fused (query code, doc key, score) rows of queries ``qa..qb-1``."""
+        nc = qb - qa
+        widths = self.per_q[qa:qb]
+        wc = int(widths.max())
+        size = nc * wc
+        lookup = self.table is not None
+        cbits = max(int(len(self.table) if lookup else size).bit_length(), 1)
+        shift = np.uint64(cbits)
+        packed = np.empty((nc, wc), dtype=np.uint64)
+        ragged = bool((widths != wc).any())
+        if ragged:
+            packed.fill(_SENTINEL)
+        flat = packed.ravel()
+        need_values = self.quantum is not None or not self.additive
+        contrib = None
+        if need_values and not lookup:
+            contrib = np.empty(size, dtype=np.int64 if self.quantum is not None else np.float64)
+        for i, p in enumerate(self.preps):
+            blocks = self.block_of[i][qa:qb]
+            present = np.flatnonzero(blocks >= 0)
+            if not len(present):
+                continue
+            blocks = blocks[present]
+            rows, lens = _block_rows(p, blocks)
+            keys = self.keys[i][rows].view(np.uint64)
+            offs = self.col_off[i, qa + present]
+            length = int(lens[0])
+            if len(present) == nc and bool((lens == length).all()) and bool((offs == offs[0]).all()):
+                c0 = int(offs[0])  # every query has the same band: 2-D assignment, no index arrays
+                band = packed[:, c0 : c0 + length]
+                np.left_shift(keys.reshape(nc, length), shift, out=band)
+                dest = None
+            else:
+                begin = np.zeros(len(lens), dtype=np.int64)
+                np.cumsum(lens[:-1], out=begin[1:])
+                dest = np.repeat(present * wc + offs - begin, lens) + np.arange(int(lens.sum()), dtype=np.int64)
+            if lookup:
+                low = (p.rank_in(rows, lens) + self.table_off[i]).astype(np.uint64)
+            else:
+                if contrib is not None:
+                    values = _row_contributions(p, rows, lens, self.method, self.k, float(self.w[i]), self.norm,
+                                                self.quantum, None)
+                    if dest is None:
+                        contrib.reshape(nc, wc)[:, c0 : c0 + length] = values.reshape(nc, length)
+                    else:
+                        contrib[dest] = values
+                if dest is None:
+                    low = (np.arange(nc, dtype=np.uint64) * np.uint64(wc))[:, None] + np.arange(
+                        c0, c0 + length, dtype=np.uint64)
+                else:
+                    low = dest.view(np.uint64)
+            if dest is None:
+                band |= low.reshape(nc, length) if lookup else low
+            else:
+                flat[dest] = (keys << shift) | low
+        packed.sort(axis=1)
+        if ragged:
+            flat = packed[np.arange(wc)[None, :] < widths[:, None]]
+        n = len(flat)
+        doc = flat >> shift
+        row_first = np.zeros(nc, dtype=np.int64)
+        np.cumsum(widths[:-1], out=row_first[1:])
+        new = np.empty(n, dtype=bool)
+        new[0] = True
+        np.not_equal(doc[1:], doc[:-1], out=new[1:])
+        new[row_first] = True
+        starts = np.flatnonzero(new)
+        low = (flat & np.uint64((1 << cbits) - 1)).view(np.int64)
+        if not need_values:  # every contribution is zero
+            fused = np.zeros(len(starts))
+        elif self.additive:
+            fused = np.add.reduceat((self.table if lookup else contrib)[low], starts).astype(np.float64)
+            fused *= self.quantum
+        else:
+            reduce = np.maximum if self.method == "combmax" else np.minimum
+            fused = reduce.reduceat(contrib[low], starts)
+        if self.method in ("isr", "combmnz", "combanz"):
+            counts = np.diff(np.append(starts, n))
+            if self.method == "combanz":
+                fused /= counts
+            else:
+                fused *= counts
+        group_first = np.searchsorted(starts, row_first)
+        per_row = np.diff(np.append(group_first, len(starts)))
+        order = _descending_within(fused, group_first, per_row)
+        gq = np.repeat(np.arange(qa, qb, dtype=np.int32), per_row)
+        return gq, doc[starts].view(np.int64)[order], fused[order]
+
+
+def _stream(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None) -> _Fused | None:
+    """Fuse chunk by chunk of queries: (query code, doc key, fused score) per fused row, queries
+    in code order and each query's documents by fused score, descending. ``None`` when the doc
+    keys are too wide to pack next to a row code (the caller then uses `join`).
+
+    In each chunk every query's rows (all inputs) are packed as ``doc key << b | low`` in one
+    matrix row and the rows are sorted: equal keys become adjacent and ``low`` (the rank for
+    rank methods, else the row's slot) gives each row's contribution. Chunks are independent
+    and chunk-sized, so no array of all input rows is built and chunks run on all cores (numpy
+    releases the GIL in sort, take and ufuncs).
+    """
+    lengths = inputs.lengths
+    n_q = lengths.shape[1]
+    if n_q == 0:
+        return None
+    per_q = lengths.sum(axis=0)
+    widest = int(per_q.max())
+    if widest > _CHUNK_ELEMENTS:
+        return None
+    streamer = _Streamer(inputs, method, k, w, norm)
+    if inputs.coder.bits + streamer.low_bits > 64:
+        return None
+    step = max(1, _CHUNK_ELEMENTS // widest)
+    bounds = [(qa, min(n_q, qa + step)) for qa in range(0, n_q, step)]
+    qid_strings = pa.array(list(inputs.qid_values), pa.string())
+
+    def work(bound: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray, pa.Array, pa.Array]:
+        gq, gdoc, fused = streamer.chunk(*bound)  # the string columns are built here too, in parallel
+        return gq, gdoc, fused, qid_strings.take(pa.array(gq)), inputs.coder.decode(gdoc)
+
+    total = int(per_q.sum())
+    out_q = np.empty(total, dtype=np.int32)
+    out_doc = np.empty(total, dtype=np.int64)
+    out_score = np.empty(total, dtype=np.float64)
+    qcols, dcols = [], []
+    at = 0
+    workers = _workers() if len(bounds) > 1 else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for gq, gdoc, fused, qcol, dcol in (pool.map(work, bounds) if workers > 1 else map(work, bounds)):
+            n = len(gq)
+            out_q[at : at + n] = gq
+            out_doc[at : at + n] = gdoc
+            out_score[at : at + n] = fused
+            qcols.append(qcol)
+            dcols.append(dcol)
+            at += n
+    # chunked string columns: concatenating them would copy every string once more
+    return _Fused(out_q[:at], out_doc[:at], out_score[:at], pa.chunked_array(qcols, pa.string()),
+                  pa.chunked_array(dcols, pa.string()))
+
+
+@dataclass
+class _Fused:
+    """Fused rows grouped by query code and by score descending within each query; the
+    string columns when already built."""
+
+    gq: np.ndarray
+    gdoc: np.ndarray
+    score: np.ndarray
+    qid: pa.Array | pa.ChunkedArray | None = None
+    docid: pa.Array | pa.ChunkedArray | None = None
+
+
+def _descending_within(values: np.ndarray, first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """Permutation that sorts each block ``values[first[r] : first[r] + count[r]]`` descending
+    (blocks are consecutive; one padded 2-D argsort, no Python loop over blocks)."""
+    n_rows = len(count)
+    width = int(count.max()) if n_rows else 0
+    if width <= 1:
+        return np.arange(len(values))
+    if n_rows * width > 4 * len(values) + (1 << 20):  # very ragged blocks: padding would dominate
+        return np.lexsort((-values, np.repeat(np.arange(n_rows), count)))
+    pad = np.full((n_rows, width), np.inf)
+    row = np.repeat(np.arange(n_rows), count)
+    col = np.arange(len(values)) - np.repeat(first, count)
+    pad[row, col] = -values
+    order = np.argsort(pad, axis=1)
+    order += first[:, None]
+    if bool((count == width).all()):
+        return order.ravel()
+    return order[np.arange(width)[None, :] < count[:, None]]
 
 
 # ---------------------------------------------------------------------------------------
 # Scoring
 # ---------------------------------------------------------------------------------------
-def _exact_group_sum(contrib: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """Order-independent group sums: fixed point with a power-of-two quantum."""
+def _exact_group_sum(contrib: np.ndarray, starts: np.ndarray, quantum: float | None = None) -> np.ndarray:
+    """Order-independent group sums: fixed point with a power-of-two quantum (from the
+    largest ``|contrib|`` unless given)."""
     if len(contrib) == 0:
         return np.zeros(0)
-    top = float(np.abs(contrib).max())
-    if top == 0.0:
-        return np.zeros(len(starts))
-    quantum = _quantum(top)
+    if quantum is None:
+        top = float(np.abs(contrib).max())
+        if top == 0.0:
+            return np.zeros(len(starts))
+        quantum = _quantum(top)
     fixed = np.rint(contrib / quantum).astype(np.int64)
     return np.add.reduceat(fixed, starts).astype(np.float64) * quantum
 
 
 def _quantum(top: float) -> float:
+    """The power of two ``2**(e - 50)`` for ``top < 2**e``: sums of up to 2**12 contributions
+    of at most ``top`` stay exact in int64."""
     return 2.0 ** (math.frexp(top)[1] - 50)
-
-
-def _additive_fast(j: Joined, method: str, k: float, w: np.ndarray) -> np.ndarray:
-    """Fused scores of the additive methods without per-row contributions: each input's
-    contributions are computed in its own (sequential) order, fixed-point, then gathered once."""
-    parts = []
-    for i, p in enumerate(j._preps):
-        if method == "rrf":
-            parts.append(w[i] / (k + p.rank))
-        elif method == "isr":
-            parts.append(w[i] / (p.rank.astype(np.float64) ** 2))
-        else:
-            parts.append(w[i] * normalise(p.score, p.rank, p.seg_len, j.norm))
-    top = max((float(np.abs(x).max()) for x in parts if len(x)), default=0.0)
-    if top == 0.0 or len(j.starts) == 0:
-        sums = np.zeros(len(j.starts))
-    else:
-        quantum = _quantum(top)
-        fixed = np.empty(sum(len(x) for x in parts), dtype=np.int64)
-        at = 0
-        for x in parts:
-            fixed[at : at + len(x)] = np.rint(x / quantum)
-            at += len(x)
-        del parts
-        sums = np.add.reduceat(fixed[j._source], j.starts).astype(np.float64) * quantum
-    if method in ("isr", "combmnz"):
-        return sums * j.counts
-    if method == "combanz":
-        return sums / j.counts
-    return sums
 
 
 def score_joined(
@@ -565,18 +892,26 @@ def score_joined(
     input gives to documents it does not list are in `absent_points`.
     """
     w = np.ones(len(j.names)) if weights is None else np.asarray(weights, dtype=float)
-    if not contributions and method in ("rrf", "isr", "combsum", "wsum", "combmnz", "combanz"):
-        return _additive_fast(j, method, k, w), None
+    fused, contrib = _score_joined(j, method, k, w)
+    return fused, contrib if contributions else None
+
+
+def _score_joined(j: Joined, method: str, k: float, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    quantum = None
+    if method in STREAMED_METHODS and method not in ("combmax", "combmin"):
+        quantum = _quantum_for(_contribution_bound(j._preps, method, k, w, j.norm))
+        if quantum is None:
+            return np.zeros(j.n_groups), np.zeros(len(j._source))
     wr = w[j.run]
     counts = j.counts
     gid = j.group_of_row
     if method == "rrf":
         contrib = wr / (k + j.rank)
-        return _exact_group_sum(contrib, j.starts), contrib
+        return _exact_group_sum(contrib, j.starts, quantum), contrib
     if method == "isr":
         base = wr / (j.rank.astype(float) ** 2)
         contrib = base * counts[gid]
-        return _exact_group_sum(base, j.starts) * counts, contrib
+        return _exact_group_sum(base, j.starts, quantum) * counts, contrib
     if method == "borda":
         n_cand = np.bincount(j.gq, minlength=len(j.qid_values)).astype(float)
         absent = absent_points(j, w)  # (runs, queries)
@@ -587,11 +922,11 @@ def score_joined(
         return base + _exact_group_sum(extra, j.starts), contrib
     v = wr * j.value
     if method in ("combsum", "wsum"):
-        return _exact_group_sum(v, j.starts), v
+        return _exact_group_sum(v, j.starts, quantum), v
     if method == "combmnz":
-        return _exact_group_sum(v, j.starts) * counts, v * counts[gid]
+        return _exact_group_sum(v, j.starts, quantum) * counts, v * counts[gid]
     if method == "combanz":
-        return _exact_group_sum(v, j.starts) / counts, v / counts[gid]
+        return _exact_group_sum(v, j.starts, quantum) / counts, v / counts[gid]
     if method in ("combmax", "combmin"):
         if len(v) == 0:
             return np.zeros(0), v
@@ -653,20 +988,53 @@ def _truncate(run: Run, top_k: int) -> Run:
     return Run(name=run.name, table=table, source=run.source, meta=dict(run.meta))
 
 
-def _build_run(j: Joined, fused: np.ndarray, name: str, meta: dict) -> Run:
-    # groups come ordered by query, so the queries present are the change points of gq
-    # (np.unique would sort 10M+ values again)
+def _assemble(qid_values: np.ndarray, coder: _DocCoder, fused: _Fused, name: str, meta: dict) -> Run:
+    """A `Run` from fused rows grouped by query code (non-decreasing) and by score descending
+    within each query, so the run is `presorted` and ranking it needs no sort."""
+    gq = fused.gq
+    change = np.ones(len(gq), dtype=bool)
+    if len(gq) > 1:
+        np.not_equal(gq[1:], gq[:-1], out=change[1:])
+    present = gq[change]
+    if len(present) == len(qid_values):  # every query is present: the codes are already dense
+        local = gq.astype(np.int32, copy=False)
+    else:
+        local = (np.cumsum(change, dtype=np.int32) - 1).astype(np.int32, copy=False)
+    qvals = np.asarray(qid_values[present], dtype=object)
+    qcol = fused.qid if fused.qid is not None else pa.array(list(qvals), pa.string()).take(pa.array(local))
+    dcol = fused.docid if fused.docid is not None else coder.decode(fused.gdoc)
+    table = pa.table({"qid": qcol, "docid": dcol, "score": pa.array(fused.score, pa.float64())})
+    run = Run(name=name, table=table, meta=meta)
+    run.__dict__.update({"_query_encoding": (local, qvals), "scores": fused.score, "presorted": True})
+    if coder.dictionary is None:  # exact integer docids: the keys `docid_keys` would compute
+        run.__dict__["doc_keys"] = (fused.gdoc.view(np.uint64), True)
+    return run
+
+
+def _sorted_groups(j: Joined, fused: np.ndarray) -> _Fused:
+    """(query code, doc key, fused score) of the joined groups, by score descending per query."""
     change = np.ones(len(j.gq), dtype=bool)
     if len(j.gq) > 1:
         np.not_equal(j.gq[1:], j.gq[:-1], out=change[1:])
-    present = j.gq[change]
-    local = (np.cumsum(change) - 1).astype(np.int32)
-    qvals = j.qid_values[present]
-    qcol = pa.DictionaryArray.from_arrays(pa.array(local), pa.array(list(qvals), pa.string())).dictionary_decode()
-    table = pa.table({"qid": qcol, "docid": j.coder.decode(j.gdoc), "score": pa.array(fused, pa.float64())})
-    run = Run(name=name, table=table, meta=meta)
-    run.__dict__["_query_encoding"] = (local, np.asarray(qvals, dtype=object))
-    return run
+    first = np.flatnonzero(change)
+    order = _descending_within(fused, first, np.diff(np.append(first, len(j.gq))))
+    return _Fused(j.gq[order], j.gdoc[order], fused[order])
+
+
+def _fuse_inputs(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None, depth: int | None,
+                 ties: str) -> _Fused:
+    """Fused (query code, doc key, score) rows: streamed when the method allows, else joined."""
+    if method in STREAMED_METHODS:
+        streamed = _stream(inputs, method, k, w, norm)
+        if streamed is not None:
+            return streamed
+    j = _join_inputs(inputs, norm, depth, ties)
+    fused, _ = _score_joined(j, method, k, w)
+    return _sorted_groups(j, fused)
+
+
+def _build_run(j: Joined, fused: np.ndarray, name: str, meta: dict) -> Run:
+    return _assemble(j.qid_values, j.coder, _sorted_groups(j, fused), name, meta)
 
 
 def fuse(
@@ -684,40 +1052,43 @@ def fuse(
     """Fuse ``runs`` with ``method`` (see the module docstring for every formula).
 
     Returns a `Run` named ``name`` (default ``"rrf(a,b)"``) whose ``meta["fusion"]`` is a
-    `FusionReport`. Raises `FusionError` for fewer than two runs, a weight count that differs
-    from the run count, ``k <= 0`` (RRF), an unknown method or normalisation.
+    `FusionReport`; its rows are grouped by query and sorted by fused score, descending.
+    Raises `FusionError` for fewer than two runs, a weight count that differs from the run
+    count, ``k <= 0`` (RRF), an unknown method or normalisation.
     """
     method, w = _check(runs, method, k, weights, norm, depth, top_k, ties)
-    j = join(runs, norm=norm if method in SCORE_METHODS else None, depth=depth, ties=ties)
-    fused, _ = score_joined(j, method, k, w, contributions=False)
-    report = _report(j, method, k, w, norm, depth, top_k, ties)
+    inputs = _setup(runs, depth, ties)
+    used_norm = norm if method in SCORE_METHODS else None
+    fused = _fuse_inputs(inputs, method, k, w, used_norm, depth, ties)
+    report = _report(inputs, method, k, w, norm, depth, top_k, ties)
     if warn and not report.complete:
         warnings.warn("; ".join(report.notes), DataWarning, stacklevel=2)
-    label = name or f"{method}({','.join(j.names)})"
-    run = _build_run(j, fused, label, {"fusion": report})
+    label = name or f"{method}({','.join(inputs.names)})"
+    run = _assemble(inputs.qid_values, inputs.coder, fused, label, {"fusion": report})
     if top_k is not None:
         run = _truncate(run, int(top_k))
     return run
 
 
-def _report(j: Joined, method, k, w, norm, depth, top_k, ties) -> FusionReport:
+def _report(inputs: _Inputs, method, k, w, norm, depth, top_k, ties) -> FusionReport:
     notes = []
-    for name, qs in j.missing.items():
+    missing = inputs.missing
+    for name, qs in missing.items():
         if qs:
-            notes.append(f"{name} lacks {len(qs)} of {len(j.qid_values)} queries (fused from the other inputs)")
+            notes.append(f"{name} lacks {len(qs)} of {len(inputs.qid_values)} queries (fused from the other inputs)")
     if norm is not None and method in RANK_METHODS:
         notes.append(f"normalisation {norm!r} ignored: {method} uses ranks only")
     return FusionReport(
         method=method,
-        inputs=list(j.names),
+        inputs=list(inputs.names),
         k=float(k) if method == "rrf" else None,
         weights=[float(x) for x in w],
         norm=norm if method in SCORE_METHODS else None,
         depth=depth,
         top_k=top_k,
         ties=ties,
-        n_queries=len(j.qid_values),
-        missing=j.missing,
+        n_queries=len(inputs.qid_values),
+        missing=missing,
         notes=notes,
     )
 
@@ -812,11 +1183,11 @@ def sweep_k(
     for k in ks:
         if k <= 0:
             raise FusionError(f"RRF needs k > 0, got {k!r}")
-    j = join(runs, depth=depth)
+    inputs = _setup(runs, depth, "trec")
     rows = []
     for k in ks:
-        fused_scores, _ = score_joined(j, "rrf", k, w, contributions=False)
-        run = _build_run(j, fused_scores, f"k={k:g}", {})
+        fused = _fuse_inputs(inputs, "rrf", k, w, None, depth, "trec")
+        run = _assemble(inputs.qid_values, inputs.coder, fused, f"k={k:g}", {})
         if top_k is not None:
             run = _truncate(run, int(top_k))
         for policy in policies:
@@ -844,11 +1215,12 @@ def sweep_weight(
     if len(runs) != 2:
         raise FusionError(f"the weight sweep needs exactly two runs, got {len(runs)}")
     method, _ = _check(runs, method, k, None, norm, depth, top_k, "trec")
-    j = join(runs, norm=norm if method in SCORE_METHODS else None, depth=depth)
+    inputs = _setup(runs, depth, "trec")
+    used_norm = norm if method in SCORE_METHODS else None
     rows = []
     for a in alphas:
-        fused_scores, _ = score_joined(j, method, k, np.array([a, 1.0 - a]), contributions=False)
-        run = _build_run(j, fused_scores, f"alpha={a:g}", {})
+        fused = _fuse_inputs(inputs, method, k, np.array([a, 1.0 - a]), used_norm, depth, "trec")
+        run = _assemble(inputs.qid_values, inputs.coder, fused, f"alpha={a:g}", {})
         if top_k is not None:
             run = _truncate(run, int(top_k))
         for policy in policies:

@@ -55,8 +55,7 @@ def _is_presorted(codes: np.ndarray, scores: np.ndarray) -> bool:
     dc = np.diff(codes)
     if (dc < 0).any():
         return False
-    same = dc == 0
-    return bool((scores[1:][same] <= scores[:-1][same]).all())
+    return not bool(((scores[1:] > scores[:-1]) & (dc == 0)).any())
 
 
 def rank_run(run: Run) -> RankedRun:

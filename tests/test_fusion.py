@@ -346,17 +346,91 @@ def test_sweeps():
         sweep_k(runs, qrels, "ndcg@10", ks=[0])
 
 
-def test_fast_scores_equal_contribution_path_exactly():
-    from core.fusion import join, score_joined
+def ragged_runs(seed: int, n_runs: int = 3, numeric: bool = True, ties: bool = True, uniform: bool = False
+                ) -> list[Run]:
+    """Runs with lists of different lengths, queries some inputs lack, score ties, shuffled
+    rows (``uniform``: every input lists 20 documents for every query, score-sorted)."""
+    rng = np.random.default_rng(seed)
+    runs = []
+    for r in range(n_runs):
+        rows = []
+        for q in range(12):
+            if rng.random() < 0.2 and r > 0 and not uniform:
+                continue  # this input lacks the query
+            pool = rng.choice(60, size=20 if uniform else int(rng.integers(1, 40)), replace=False)
+            scores = rng.integers(0, 6, size=len(pool)) if ties else rng.normal(size=len(pool))
+            name = (lambda d: str(1000 + 7 * d)) if numeric else (lambda d: f"doc-{d}")
+            rows += [(f"q{q}", name(int(d)), float(s)) for d, s in zip(pool, scores)]
+        frame = pd.DataFrame(rows, columns=["qid", "docid", "score"])
+        if uniform:
+            frame = frame.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
+        elif r == 1:
+            frame = frame.sample(frac=1.0, random_state=seed)  # not presorted: the general rank path
+        runs.append(Run.from_frame(frame, f"r{r}"))
+    return runs
 
-    runs = random_runs(21, n_runs=3, n_queries=10)
-    for method, norm in (("rrf", None), ("isr", None), ("combsum", "minmax"), ("combmnz", "zscore"),
-                         ("combanz", "sum"), ("wsum", "max")):
-        j = join(runs, norm=norm if method not in ("rrf", "isr") else None, depth=15)
-        fast, none = score_joined(j, method, 60, np.array([1.0, 0.5, 2.0]), contributions=False)
-        slow, contrib = score_joined(j, method, 60, np.array([1.0, 0.5, 2.0]), contributions=True)
-        assert none is None and contrib is not None
-        np.testing.assert_array_equal(fast, slow, err_msg=method)
+
+STREAMED_CASES = [("rrf", None), ("isr", None), ("combsum", "minmax"), ("combmnz", "zscore"), ("combanz", "sum"),
+                  ("wsum", "max"), ("combsum", "rank"), ("combmnz", None), ("combmax", "minmax"),
+                  ("combmin", "zscore")]
+
+
+@pytest.mark.parametrize("chunk", [1 << 20, 256])
+@pytest.mark.parametrize("numeric,uniform", [(True, False), (False, False), (True, True)])
+@pytest.mark.parametrize("method,norm", STREAMED_CASES)
+def test_streamed_fusion_equals_the_joined_path_exactly(monkeypatch, method, norm, numeric, uniform, chunk):
+    """`fuse`'s chunked hot path gives bit-for-bit the scores of the (query, docid) join that
+    provenance uses, for every streamed method, with ragged lists, missing queries, ties,
+    depth, weights, string docids and chunks of a few queries (in parallel)."""
+    import core.fusion as fusion
+
+    monkeypatch.setattr(fusion, "_CHUNK_ELEMENTS", chunk)
+    runs = ragged_runs(STREAMED_CASES.index((method, norm)) + 100 * numeric, numeric=numeric, uniform=uniform)
+    for depth, ties, weights in ((None, "trec", None), (7, "trec", [1.0, 0.5, 2.0]), (None, "given", [0.2, 1.0, 0.0])):
+        w = np.ones(3) if weights is None else np.array(weights)
+        inputs = fusion._setup(runs, depth, ties)
+        streamed = fusion._stream(inputs, method, 60, w, norm)
+        assert streamed is not None
+        j = fusion.join(runs, norm=norm, depth=depth, ties=ties)
+        joined = fusion._sorted_groups(j, fusion.score_joined(j, method, 60, w)[0])
+        got = {(int(q), int(d)): s for q, d, s in zip(streamed.gq, streamed.gdoc, streamed.score)}
+        want = {(int(q), int(d)): s for q, d, s in zip(joined.gq, joined.gdoc, joined.score)}
+        assert got == want, (method, norm, depth, ties)
+        # grouped by query, score descending within each query
+        assert (np.diff(streamed.gq) >= 0).all()
+        same = np.diff(streamed.gq) == 0
+        assert (np.diff(streamed.score)[same] <= 0).all()
+        fused = fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights, warn=False)
+        assert as_dict(fused) == as_dict(fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights,
+                                              warn=False, top_k=10_000))
+
+
+def test_fused_run_caches_match_a_fresh_run():
+    """The arrays `fuse` hands its Run (query codes, scores, doc keys, presorted) are what the
+    Run would compute from its own table, and evaluation agrees with a rebuilt run."""
+    from core.metrics import evaluate
+
+    runs = ragged_runs(5)
+    fused = fuse(runs, "rrf", warn=False)
+    fresh = Run(name=fused.name, table=pa_table(fused))
+    assert fused.presorted and fresh.presorted
+    np.testing.assert_array_equal(fused.qid_codes, fresh.qid_codes)
+    assert list(fused.qid_values) == list(fresh.qid_values)
+    np.testing.assert_array_equal(fused.scores, fresh.scores)
+    np.testing.assert_array_equal(fused.doc_keys[0], fresh.doc_keys[0])
+    assert fused.doc_keys[1] == fresh.doc_keys[1]
+    rows = [(q, d, 1) for q, d in zip(fresh.table["qid"].to_pylist()[::3], fresh.table["docid"].to_pylist()[::3])]
+    qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "relevance"]))
+    for policy in ("trec", "expected"):
+        a = evaluate([fused], qrels, ["ndcg@10", "mrr", "map"], ties=policy).aggregate
+        b = evaluate([fresh], qrels, ["ndcg@10", "mrr", "map"], ties=policy).aggregate
+        pd.testing.assert_frame_equal(a, b)
+
+
+def pa_table(run: Run):
+    import pyarrow as pa
+
+    return pa.table({c: run.table[c].combine_chunks() for c in run.table.column_names})
 
 
 def test_presorted_input_with_ties_ranks_like_the_general_path():
