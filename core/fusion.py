@@ -64,7 +64,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.data import Qrels, Run, string_offsets
+from core.data import Qrels, Run, _hash_strings
 from core.errors import DataWarning, RankLensError
 from core.ties import docid_rank_in_group, given_positions
 
@@ -333,45 +333,36 @@ def normalise(score: np.ndarray, rank: np.ndarray, seg_len: np.ndarray, norm: st
 # ---------------------------------------------------------------------------------------
 # Shared docid coding
 # ---------------------------------------------------------------------------------------
-def _numeric_keys(docids: pa.Array) -> np.ndarray | None:
-    """Exact int64 keys when every docid is a canonical non-negative decimal (<= 18 digits)."""
-    if len(docids) == 0:
-        return np.zeros(0, np.int64)
-    offsets = string_offsets(docids)
-    lengths = offsets[1:] - offsets[:-1]
-    if lengths.max() > 18 or lengths.min() < 1:
-        return None
-    data = np.frombuffer(docids.buffers()[2], dtype=np.uint8)
-    first = data[offsets[:-1]]
-    canonical = ((first >= 49) & (first <= 57)) | ((first == 48) & (lengths == 1))
-    if not canonical.all():
-        return None
-    try:
-        values = pc.cast(docids, pa.int64()).to_numpy(zero_copy_only=False)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        return None
-    return values
-
-
 class _DocCoder:
-    """Maps docids of several runs to shared non-negative integer keys and back."""
+    """Maps docids of several runs to shared non-negative integer keys and back.
 
-    def __init__(self, strings: list, known: list[np.ndarray | None] | None = None):
+    Exact integer docids (`docid_keys`) are their own keys. Other docids are keyed by
+    factorising their 64-bit hashes (cached on each run) into dense codes; every docid is
+    then compared with the first docid of its code, so a hash collision can never merge two
+    documents (on a collision the strings themselves are dictionary-encoded).
+    """
+
+    def __init__(self, strings: list, known: list[np.ndarray | None], hashes: list[np.ndarray | None]):
         """``strings[i]()`` gives input i's docids (called only when needed); ``known[i]`` its
-        exact integer keys when it has them."""
-        known = known or [None] * len(strings)
-        keys = [k if k is not None else _numeric_keys(get()) for get, k in zip(strings, known)]
-        if all(k is not None for k in keys):
+        exact integer keys and ``hashes[i]`` its docid hashes, when it has them."""
+        if all(k is not None for k in known):
             self.dictionary = None
-            self.keys = keys
+            self.keys = list(known)
         else:
             arrays = [get() for get in strings]
             combined = pa.chunked_array(arrays, type=pa.string())
-            self.dictionary = pc.unique(combined)
-            self.keys = [
-                pc.index_in(a, value_set=self.dictionary).to_numpy(zero_copy_only=False).astype(np.int64)
-                for a in arrays
-            ]
+            hashed = [h if h is not None else _hash_strings(a) for h, a in zip(hashes, arrays)]
+            codes, uniques = pd.factorize(np.concatenate(hashed) if hashed else np.zeros(0, np.uint64))
+            codes = codes.astype(np.int64, copy=False)
+            first = np.empty(len(uniques), dtype=np.int64)
+            first[codes[::-1]] = np.arange(len(codes) - 1, -1, -1)
+            dictionary = combined.take(pa.array(first)).combine_chunks()
+            if len(codes) and not pc.all(pc.equal(combined, dictionary.take(pa.array(codes)))).as_py():
+                dictionary = pc.unique(combined)  # a hash collision: key the strings themselves
+                codes = np.concatenate([pc.index_in(a, value_set=dictionary).to_numpy(zero_copy_only=False)
+                                        for a in arrays]).astype(np.int64)
+            self.dictionary = dictionary
+            self.keys = np.split(codes, np.cumsum([len(a) for a in arrays])[:-1])
         top = max((int(k.max()) for k in self.keys if len(k)), default=0)
         self.bits = max(top.bit_length(), 1)
 
@@ -475,12 +466,14 @@ def _setup(runs: Sequence[Run], depth: int | None, ties: str) -> _Inputs:
     qmaps = [qindex.get_indexer(r.qid_values).astype(np.int64) for r in runs]
     with ThreadPoolExecutor(max_workers=_workers()) as pool:  # numpy releases the GIL: inputs in parallel
         preps = list(pool.map(lambda a: _prepare(*a, ties, depth), zip(runs, qmaps)))
-    docs, known = [], []
+    docs, known, hashes = [], [], []
     for r, p in zip(runs, preps):
         keys, exact = r.doc_keys  # computed once per run (validation already needed them)
-        known.append((keys if p.rows is None else keys[p.rows]).view(np.int64) if exact else None)
+        keys = keys if p.rows is None else keys[p.rows]
+        known.append(keys.view(np.int64) if exact else None)
+        hashes.append(None if exact else keys)
         docs.append(lambda r=r, p=p: r.docids if p.rows is None else r.docids.take(pa.array(p.rows)))
-    coder = _DocCoder(docs, known)
+    coder = _DocCoder(docs, known, hashes)
     lengths = np.zeros((len(runs), len(qid_values)), dtype=np.int64)
     for i, p in enumerate(preps):
         lengths[i, p.seg_q] = p.seg_len
@@ -592,14 +585,17 @@ def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str
 # ---------------------------------------------------------------------------------------
 # Streamed fusion: join and score query blocks in cache-sized chunks (the `fuse` hot path)
 # ---------------------------------------------------------------------------------------
-STREAMED_METHODS: tuple[str, ...] = ("rrf", "isr", "combsum", "wsum", "combmnz", "combanz", "combmax", "combmin")
+STREAMED_METHODS: tuple[str, ...] = METHODS
 _CHUNK_ELEMENTS = 1 << 20  # input rows joined per chunk: small enough that buffers are reused, not faulted in
 
 
-def _contribution_bound(preps: Sequence[_Prepared], method: str, k: float, w: np.ndarray, norm: str | None) -> float:
+def _contribution_bound(preps: Sequence[_Prepared], method: str, k: float, w: np.ndarray, norm: str | None,
+                        widest: int) -> float:
     """An upper bound of ``|contribution|`` over all rows (fixes the fixed-point quantum
     without a pass over the data): ranks are >= 1 and normalised scores lie in [-1, 1],
-    except z-scores, bounded by ``sqrt(m - 1)`` for a list of ``m``."""
+    except z-scores, bounded by ``sqrt(m - 1)`` for a list of ``m``. Borda's summed part
+    ``w (N - r + 1) - w (N - m + 1) / 2`` lies within ``w N``, and ``N`` (documents of the
+    query) is at most ``widest`` (rows of the query over all inputs)."""
     live = [i for i, p in enumerate(preps) if p.n_rows]
     if not live:
         return 0.0
@@ -608,7 +604,7 @@ def _contribution_bound(preps: Sequence[_Prepared], method: str, k: float, w: np
     if method == "isr":
         return max(w[i] for i in live)
     if method == "borda":
-        raise FusionError("borda has no fixed contribution bound")  # pragma: no cover - not streamed
+        return max(w[i] for i in live) * max(widest, 1)
     if norm is None:
         return max(w[i] * max(abs(float(preps[i].score.max())), abs(float(preps[i].score.min()))) for i in live)
     if norm == "zscore":
@@ -665,7 +661,7 @@ class _Streamer:
     def __init__(self, inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None):
         self.preps, self.keys = inputs.preps, inputs.coder.keys
         self.method, self.k, self.w, self.norm = method, k, w, norm
-        lengths = inputs.lengths
+        self.lengths = lengths = inputs.lengths
         n_q = lengths.shape[1]
         self.per_q = lengths.sum(axis=0)
         self.col_off = np.zeros_like(lengths)
@@ -675,27 +671,34 @@ class _Streamer:
             b = np.full(n_q, -1, dtype=np.int64)
             b[p.seg_q] = np.arange(len(p.seg_q))
             self.block_of.append(b)
-        self.additive = method not in ("combmax", "combmin")
-        self.quantum = _quantum_for(_contribution_bound(self.preps, method, k, w, norm)) if self.additive else None
-        # rank methods: the low bits of a packed row hold (table offset + rank); a small
-        # lookup table gives the contribution. Score methods: the low bits hold the row's slot.
-        self.table = self.table_off = None
-        if method in ("rrf", "isr") and self.quantum is not None:
-            parts = [_rank_table(method, k, float(w[i]), p.max_rank, self.quantum)
-                     for i, p in enumerate(self.preps)]
-            self.table_off = np.concatenate(([0], np.cumsum([len(t) for t in parts])[:-1])).astype(np.int64)
-            self.table = np.concatenate(parts)
-        self.low_bits = int(len(self.table) if self.table is not None else _CHUNK_ELEMENTS).bit_length()
+        self.additive = method not in ("combmax", "combmin", "combmed")
+        bound = _contribution_bound(self.preps, method, k, w, norm, int(self.per_q.max()) if n_q else 0)
+        self.quantum = _quantum_for(bound) if self.additive else None
+        # Rank methods: the low bits of a packed row hold a code (input's table offset + rank);
+        # per code, tables give the input, the rank and (rrf, isr) the fixed-point contribution.
+        # Score methods: the low bits hold the row's slot in the chunk's value array.
+        self.table = self.code_input = self.code_rank = self.table_off = None
+        if method in RANK_METHODS:
+            sizes = [p.max_rank + 1 for p in self.preps]
+            self.table_off = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
+            self.code_input = np.repeat(np.arange(len(sizes)), sizes)
+            self.code_rank = np.arange(sum(sizes)) - np.repeat(self.table_off, sizes)
+            if method != "borda" and self.quantum is not None:
+                self.table = np.concatenate([_rank_table(method, k, float(w[i]), p.max_rank, self.quantum)
+                                             for i, p in enumerate(self.preps)])
+        self.low_bits = int(len(self.code_input) if self.code_input is not None else _CHUNK_ELEMENTS).bit_length()
 
     def chunk(self, qa: int, qb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Fused (query code, doc key, score) rows of queries ``qa..qb-1``."""
+        method = self.method
         nc = qb - qa
         widths = self.per_q[qa:qb]
         wc = int(widths.max())
         size = nc * wc
-        lookup = self.table is not None
-        cbits = max(int(len(self.table) if lookup else size).bit_length(), 1)
+        coded = self.code_input is not None
+        cbits = max(int(len(self.code_input) if coded else size).bit_length(), 1)
         shift = np.uint64(cbits)
+        low_mask = np.uint64((1 << cbits) - 1)
         packed = np.empty((nc, wc), dtype=np.uint64)
         ragged = bool((widths != wc).any())
         if ragged:
@@ -703,8 +706,8 @@ class _Streamer:
         flat = packed.ravel()
         need_values = self.quantum is not None or not self.additive
         contrib = None
-        if need_values and not lookup:
-            contrib = np.empty(size, dtype=np.int64 if self.quantum is not None else np.float64)
+        if need_values and not coded:
+            contrib = np.zeros(size, dtype=np.int64 if self.quantum is not None else np.float64)
         for i, p in enumerate(self.preps):
             blocks = self.block_of[i][qa:qb]
             present = np.flatnonzero(blocks >= 0)
@@ -724,11 +727,11 @@ class _Streamer:
                 begin = np.zeros(len(lens), dtype=np.int64)
                 np.cumsum(lens[:-1], out=begin[1:])
                 dest = np.repeat(present * wc + offs - begin, lens) + np.arange(int(lens.sum()), dtype=np.int64)
-            if lookup:
+            if coded:
                 low = (p.rank_in(rows, lens) + self.table_off[i]).astype(np.uint64)
             else:
                 if contrib is not None:
-                    values = _row_contributions(p, rows, lens, self.method, self.k, float(self.w[i]), self.norm,
+                    values = _row_contributions(p, rows, lens, method, self.k, float(self.w[i]), self.norm,
                                                 self.quantum, None)
                     if dest is None:
                         contrib.reshape(nc, wc)[:, c0 : c0 + length] = values.reshape(nc, length)
@@ -740,9 +743,18 @@ class _Streamer:
                 else:
                     low = dest.view(np.uint64)
             if dest is None:
-                band |= low.reshape(nc, length) if lookup else low
+                band |= low.reshape(nc, length) if coded else low
             else:
                 flat[dest] = (keys << shift) | low
+        if method == "combmed":
+            # low bits: the slot's position in value order, so each group sorts by value
+            value_order = np.argsort(contrib)
+            contrib = contrib[value_order]
+            position = np.empty(size, dtype=np.uint64)
+            position[value_order] = np.arange(size, dtype=np.uint64)
+            live = flat != _SENTINEL if ragged else slice(None)
+            cell = flat[live]
+            flat[live] = (cell & ~low_mask) | position[(cell & low_mask).view(np.int64)]
         packed.sort(axis=1)
         if ragged:
             flat = packed[np.arange(wc)[None, :] < widths[:, None]]
@@ -755,26 +767,44 @@ class _Streamer:
         np.not_equal(doc[1:], doc[:-1], out=new[1:])
         new[row_first] = True
         starts = np.flatnonzero(new)
-        low = (flat & np.uint64((1 << cbits) - 1)).view(np.int64)
-        if not need_values:  # every contribution is zero
+        low = (flat & low_mask).view(np.int64)
+        group_first = np.searchsorted(starts, row_first)
+        per_row = np.diff(np.append(group_first, len(starts)))  # documents per query
+        counts = np.diff(np.append(starts, n))  # inputs per document
+        if method == "borda":
+            fused = self._borda(qa, qb, low, widths, per_row, starts)
+        elif not need_values:  # every contribution is zero
             fused = np.zeros(len(starts))
         elif self.additive:
-            fused = np.add.reduceat((self.table if lookup else contrib)[low], starts).astype(np.float64)
+            fused = np.add.reduceat((self.table if coded else contrib)[low], starts).astype(np.float64)
             fused *= self.quantum
+        elif method == "combmed":
+            ordered = contrib[low]
+            fused = (ordered[starts + (counts - 1) // 2] + ordered[starts + counts // 2]) / 2.0
         else:
-            reduce = np.maximum if self.method == "combmax" else np.minimum
+            reduce = np.maximum if method == "combmax" else np.minimum
             fused = reduce.reduceat(contrib[low], starts)
-        if self.method in ("isr", "combmnz", "combanz"):
-            counts = np.diff(np.append(starts, n))
-            if self.method == "combanz":
-                fused /= counts
-            else:
-                fused *= counts
-        group_first = np.searchsorted(starts, row_first)
-        per_row = np.diff(np.append(group_first, len(starts)))
+        if method in ("isr", "combmnz"):
+            fused *= counts
+        elif method == "combanz":
+            fused /= counts
         order = _descending_within(fused, group_first, per_row)
         gq = np.repeat(np.arange(qa, qb, dtype=np.int32), per_row)
         return gq, doc[starts].view(np.int64)[order], fused[order]
+
+    def _borda(self, qa: int, qb: int, code: np.ndarray, widths: np.ndarray, n_docs: np.ndarray,
+               starts: np.ndarray) -> np.ndarray:
+        """Borda scores of a chunk's groups (the same operations as `_score_joined`)."""
+        w = self.w
+        n_cand = n_docs.astype(float)
+        absent = w[:, None] * (n_cand[None, :] - self.lengths[:, qa:qb] + 1.0) / 2.0
+        if self.quantum is None:
+            return np.repeat(absent.sum(axis=0), n_docs)
+        row = np.repeat(np.arange(qb - qa), widths)
+        inp = self.code_input[code]
+        points = n_cand[row] - self.code_rank[code] + 1.0
+        extra = w[inp] * points - absent[inp, row]
+        return np.repeat(absent.sum(axis=0), n_docs) + _exact_group_sum(extra, starts, self.quantum)
 
 
 def _stream(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None) -> _Fused | None:
@@ -898,8 +928,9 @@ def score_joined(
 
 def _score_joined(j: Joined, method: str, k: float, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     quantum = None
-    if method in STREAMED_METHODS and method not in ("combmax", "combmin"):
-        quantum = _quantum_for(_contribution_bound(j._preps, method, k, w, j.norm))
+    if method not in ("combmax", "combmin", "combmed"):
+        widest = int(j.lengths.sum(axis=0).max()) if j.lengths.size else 0
+        quantum = _quantum_for(_contribution_bound(j._preps, method, k, w, j.norm, widest))
         if quantum is None:
             return np.zeros(j.n_groups), np.zeros(len(j._source))
     wr = w[j.run]
@@ -919,7 +950,7 @@ def _score_joined(j: Joined, method: str, k: float, w: np.ndarray) -> tuple[np.n
         contrib = wr * points
         extra = contrib - absent[j.run, j.gq[gid]]
         base = absent.sum(axis=0)[j.gq]
-        return base + _exact_group_sum(extra, j.starts), contrib
+        return base + _exact_group_sum(extra, j.starts, quantum), contrib
     v = wr * j.value
     if method in ("combsum", "wsum"):
         return _exact_group_sum(v, j.starts, quantum), v

@@ -372,7 +372,7 @@ def ragged_runs(seed: int, n_runs: int = 3, numeric: bool = True, ties: bool = T
 
 STREAMED_CASES = [("rrf", None), ("isr", None), ("combsum", "minmax"), ("combmnz", "zscore"), ("combanz", "sum"),
                   ("wsum", "max"), ("combsum", "rank"), ("combmnz", None), ("combmax", "minmax"),
-                  ("combmin", "zscore")]
+                  ("combmin", "zscore"), ("borda", None), ("combmed", "minmax"), ("combmed", None)]
 
 
 @pytest.mark.parametrize("chunk", [1 << 20, 256])
@@ -448,3 +448,16 @@ def test_presorted_input_with_ties_ranks_like_the_general_path():
     assert one["q1"]["c"] == pytest.approx(1 / 2) and one["q1"]["a"] == pytest.approx(1 / 4)
     assert one["q1"]["z"] == pytest.approx(1 / 6) and one["q1"]["y"] == pytest.approx(1 / 7)
     assert one["q2"]["n"] == pytest.approx(1 / 2)
+
+
+def test_docid_hash_collisions_never_merge_documents():
+    """String docids are keyed by their 64-bit hashes; forcing every hash to collide must
+    still give each document its own fused score (the coder falls back to the strings)."""
+    runs = ragged_runs(3, numeric=False)
+    want = as_dict(fuse(runs, "rrf", warn=False))
+    for r in runs:
+        keys, exact = r.doc_keys
+        assert not exact
+        r.__dict__["doc_keys"] = (np.zeros_like(keys), False)  # every docid "collides"
+    got = as_dict(fuse(runs, "rrf", warn=False))
+    assert got == want
