@@ -8,8 +8,9 @@ temporary directory. Each measurement runs in a fresh subprocess (so peak RSS is
 - ``ranklens e2e``: `core.io.read_runs` on the five files + `fuse`;
 - ``ranx e2e``: `ranx.Run.from_file` on the five files + `ranx.fuse` (ranx's fuse timed too).
 
-Methods: RRF (k=60, no normalisation) and CombMNZ with min-max normalisation.
-Usage: ``python bench/fusion.py [--queries 6980] [--depth 1000] [--skip-ranx]``.
+Methods: RRF (k=60, no normalisation) and CombMNZ with min-max normalisation; ``--all-methods``
+adds RankLens-only rows for every other method.
+Usage: ``python bench/fusion.py [--queries 6980] [--depth 1000] [--skip-ranx] [--all-methods]``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ sys.path.insert(0, str(ROOT))
 N_RUNS = 5
 POOL = 2000
 CASES = (("rrf", None, "rrf", None), ("combmnz", "minmax", "mnz", "min-max"))
+OTHER_CASES = (("isr", None), ("borda", None), ("combsum", "minmax"), ("combanz", "zscore"), ("combmax", "minmax"),
+               ("combmin", "sum"), ("combmed", "minmax"), ("wsum", "rank"))
 
 
 def generate(folder: Path, n_queries: int, depth: int, seed: int = 7) -> list[Path]:
@@ -101,6 +104,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=6980)
     parser.add_argument("--depth", type=int, default=1000)
     parser.add_argument("--skip-ranx", action="store_true")
+    parser.add_argument("--all-methods", action="store_true", help="also time every other method (RankLens only)")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -117,9 +121,10 @@ def main() -> None:
                   f"{'fuse ratio':>11}{'e2e ratio':>11}{'ours MB':>9}{'ranx MB':>9}{'fused rows':>12}")
         print(header)
         print("-" * len(header))
-        for ours_method, ours_norm, ranx_method, ranx_norm in CASES:
+        cases = list(CASES) + ([(m, n, None, None) for m, n in OTHER_CASES] if args.all_methods else [])
+        for ours_method, ours_norm, ranx_method, ranx_norm in cases:
             ours = measure("ours", ours_method, ours_norm, paths)
-            theirs = None if args.skip_ranx else measure("ranx", ranx_method, ranx_norm, paths)
+            theirs = None if args.skip_ranx or ranx_method is None else measure("ranx", ranx_method, ranx_norm, paths)
             label = ours_method + (f"+{ours_norm}" if ours_norm else "")
             if theirs:
                 print(f"{label:<16}{ours['fuse']:>12.2f}{ours['total']:>12.2f}{theirs['fuse']:>12.2f}"

@@ -1,8 +1,11 @@
 """Rank fusion: RRF and its peers, score normalisation and per-document provenance.
 
-`fuse(runs, method, ...)` combines two or more runs into one `Run`. All inputs are joined once
-on ``(qid, docid)`` (vectorised over the whole runs, no per-query Python loop) and every
-method is a reduction over the members of each ``(qid, docid)`` group.
+`fuse(runs, method, ...)` combines two or more runs into one `Run`. Every method is a
+reduction over the members of each ``(qid, docid)`` group of the inputs' rows. `fuse` and the
+sweeps compute it in chunks of consecutive queries (`_stream`: one packed sort per chunk,
+vectorised, chunks in parallel threads, no per-query Python loop and no array of all input
+rows); `provenance` uses the explicit join (`join`), which also keeps every member row. Both
+paths give bit-identical scores.
 
 Conventions (stated once, used everywhere):
 
@@ -41,9 +44,12 @@ Conventions (stated once, used everywhere):
   ========  ==================================================================
 
 - **Exact ties**: contributions are summed in 64-bit fixed point (a power-of-two quantum about
-  ``2**-50`` of the largest contribution), so documents with the same multiset of
-  contributions get *exactly* the same fused score whatever the input order. Ties in the fused
-  run are therefore real ties; evaluate them with a tie policy (`core.metrics`).
+  ``2**-50`` of an upper bound of the contributions, see `_contribution_bound`), so documents
+  with the same multiset of contributions get *exactly* the same fused score whatever the
+  input order. Ties in the fused run are therefore real ties; evaluate them with a tie policy
+  (`core.metrics`).
+- **Output order**: the fused run's rows are grouped by query and sorted by fused score,
+  descending (so ranking it needs no sort); the order inside a tie is unspecified.
 - **Queries**: the fused run covers the union of the inputs' queries; when the inputs' query
   sets differ a `DataWarning` is issued and the report (``run.meta["fusion"]``, a
   `FusionReport`) lists, per input, the queries it lacks.
