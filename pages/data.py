@@ -49,7 +49,7 @@ with up_other:
 st.divider()
 st.subheader("Loaded datasets")
 summary = pd.DataFrame(ws.summary())
-st.dataframe(summary, hide_index=True, width="stretch")
+st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
 ui.download_csv(summary, "ranklens-datasets.csv", key="dl-datasets")
 
 kinds = [k for k in ("run", "qrels", "answers", "chunkmap", "votes", "corpus") if ws.names(k)]
@@ -83,9 +83,9 @@ if kind and name:
         st.caption(f"Scores from {scores.min():.6g} to {scores.max():.6g}; "
                    f"{len(np.unique(scores)):,} distinct values. First rows in ranked (trec) order:")
         head = obj.sorted_frame("trec").head(200)
-        st.dataframe(head, hide_index=True, width="stretch")
+        st.dataframe(head, hide_index=True, width="stretch", placeholder="—")
         with st.expander("Per-query tie statistics"):
-            st.dataframe(stats["per_query"], hide_index=True, width="stretch")
+            st.dataframe(stats["per_query"], hide_index=True, width="stretch", placeholder="—")
             ui.download_csv(stats["per_query"], f"{name}-ties.csv", key="dl-run-ties")
         chunk_maps = ws.names("chunkmap")
         if chunk_maps:
@@ -104,8 +104,8 @@ if kind and name:
         b.metric("Judgements", f"{len(obj):,}")
         c.metric("Relevant (grade ≥ 1)", f"{int((frame['relevance'] >= 1).sum()):,}")
         grades = frame["relevance"].value_counts().sort_index().rename_axis("grade").reset_index(name="judgements")
-        st.dataframe(grades, hide_index=True)
-        st.dataframe(frame.head(200), hide_index=True, width="stretch")
+        st.dataframe(grades, hide_index=True, placeholder="—")
+        st.dataframe(frame.head(200), hide_index=True, width="stretch", placeholder="—")
     elif kind == "answers":
         scored = score_answers(obj)
         a, b, c = st.columns(3)
@@ -113,14 +113,14 @@ if kind and name:
         b.metric("Token F1 (SQuAD, bag of tokens)", f"{scored['f1'].mean():.4f}")
         c.metric("Set F1 (token sets)", f"{scored['set_f1'].mean():.4f}")
         view = obj.assign(references=obj["references"].map(" | ".join)).merge(scored, on="qid")
-        st.dataframe(view, hide_index=True, width="stretch")
+        st.dataframe(view, hide_index=True, width="stretch", placeholder="—")
         ui.download_csv(view, f"{name}-answer-scores.csv", key="dl-answers")
     elif kind == "chunkmap":
         st.metric("Chunks", f"{len(obj):,}")
-        st.dataframe(obj.head(200), hide_index=True, width="stretch")
+        st.dataframe(obj.head(200), hide_index=True, width="stretch", placeholder="—")
     else:
         to_frame = getattr(obj, "to_frame", None)
         if callable(to_frame):
-            st.dataframe(to_frame().head(200), hide_index=True, width="stretch")
+            st.dataframe(to_frame().head(200), hide_index=True, width="stretch", placeholder="—")
         else:
             st.write(ui.describe(obj))

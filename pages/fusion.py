@@ -110,7 +110,7 @@ for note in report.notes:
 if not report.complete:
     with st.expander("Queries missing from some inputs"):
         missing = report.missing_frame()
-        st.dataframe(missing, width="stretch", hide_index=True)
+        st.dataframe(missing, width="stretch", hide_index=True, placeholder="—")
         ui.download_csv(missing, "fusion_missing_queries.csv", key="dl-missing")
 
 stats = tie_statistics(fused)
@@ -146,7 +146,7 @@ else:
             out[f"{m} tie-aware"] = wide[("expected", m)]
         out["queries with ties"] = [tie_statistics(r)["share_queries_with_ties"] for r in [*runs, fused]]
         out.index.name = "run"
-        st.dataframe(out.style.format("{:.4f}").format("{:.0%}", subset=["queries with ties"]), width="stretch")
+        st.dataframe(out.style.format("{:.4f}").format("{:.0%}", subset=["queries with ties"]), width="stretch", placeholder="—")
         ui.download_csv(out.reset_index(), "fusion_evaluation.csv", key="dl-fuse-eval")
         st.caption("Traditional: trec_eval's order (score desc, docid desc). Tie-aware: exact expectation over "
                    "all orderings of tied documents. Mean over the qrels' queries.")
@@ -166,7 +166,8 @@ st.plotly_chart(movement_figure(prov, qid, depth=view_depth, relevant=relevant),
 st.caption("Lines join each document's rank in every input to its fused rank; filled markers are relevant; "
            "shaded bands are tie groups of the fused list; hover for each input's contribution.")
 wide_prov = provenance_wide(prov)
-st.dataframe(wide_prov, width="stretch", hide_index=True)
+# "—": the input does not list the document (its rank and score are missing, not zero)
+st.dataframe(wide_prov, width="stretch", hide_index=True, placeholder="—")
 ui.download_csv(wide_prov, f"fusion_provenance_{qid}.csv", key="dl-fuse-prov")
 
 # ---- sweeps ----------------------------------------------------------------------------------

@@ -44,7 +44,7 @@ with right:
     if summary.empty:
         st.info("No datasets yet.")
     else:
-        st.dataframe(summary, hide_index=True, width="stretch")
+        st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
     st.subheader("Start here")
     st.page_link("pages/data.py", label="Data — upload runs, qrels, answers or chunk maps", icon=":material/upload:")
     st.page_link("pages/metrics.py", label="Metrics — traditional vs tie-aware, with tie ranges",

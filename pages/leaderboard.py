@@ -150,8 +150,7 @@ st.dataframe(
         "ci": st.column_config.TextColumn(f"{ci:.0%} CI (±)"),
         "votes": "Votes", "wins": "Wins", "ties": "Ties", "losses": "Losses",
         "provisional": st.column_config.CheckboxColumn("Provisional"),
-    },
-)
+    }, placeholder="—")
 ui.download_csv(table[bt.TABLE_COLUMNS], f"leaderboard-{name}.csv".replace(" ", "_"), key="lb_download")
 
 tabs = ["Ratings", "Win rate", "Battles", "Predicted", "Bootstrap"]

@@ -84,7 +84,7 @@ detail["Δ (tie-aware − trad.)"] = detail["tie-aware"] - detail["traditional"]
 detail["tie range width"] = detail["optimistic"] - detail["pessimistic"]
 with st.expander("Detailed table", expanded=False):
     st.dataframe(detail, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in detail.columns[2:]})
+                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in detail.columns[2:]}, placeholder="—")
     ui.download_csv(detail, "ranklens-metrics.csv", key="dl-metrics")
     ui.download_csv(expected.per_query, "ranklens-per-query-tie-aware.csv", "Download per-query (tie-aware) CSV",
                     key="dl-per-query")
@@ -113,7 +113,7 @@ def show_tie_groups() -> None:
     ])
     st.dataframe(tie_table, hide_index=True, width="stretch", column_config={
         c: st.column_config.NumberColumn(format="percent") for c in
-        ("queries with ties", "documents in ties", "retrieved relevant in ties")})
+        ("queries with ties", "documents in ties", "retrieved relevant in ties")}, placeholder="—")
     ui.download_csv(tie_table, "ranklens-tie-statistics.csv", key="dl-ties")
 
 
@@ -132,20 +132,20 @@ def show_query() -> None:
     values = pd.DataFrame({p: per_policy[p].loc[str(qid), names] for p in per_policy}).rename(
         columns={"trec": "traditional", "expected": "tie-aware"})
     st.dataframe(values.T, width="stretch",
-                 column_config={n: st.column_config.NumberColumn(format="%.4f") for n in names})
+                 column_config={n: st.column_config.NumberColumn(format="%.4f") for n in names}, placeholder="—")
     st.caption("Shaded rows share a score (a tie group); relevance is the qrels grade (– = unjudged).")
     shown = ranked[["rank", "docid", "score", "relevance", "tie_group", "tie_size"]]
-    st.dataframe(style_ranked_list(shown), hide_index=True, width="stretch", height=420)
+    st.dataframe(style_ranked_list(shown), hide_index=True, width="stretch", height=420, placeholder="—")
     ui.download_csv(shown, f"{run_name}-{qid}.csv", key="dl-query")
 
 
 def show_significance() -> None:
     st.dataframe(sig, hide_index=True, width="stretch", column_config={
         "mean_a": st.column_config.NumberColumn(format="%.4f"), "mean_b": st.column_config.NumberColumn(format="%.4f"),
-        "delta": st.column_config.NumberColumn(format="%+.4f"), "p_value": st.column_config.NumberColumn(format="%.4g")})
+        "delta": st.column_config.NumberColumn(format="%+.4f"), "p_value": st.column_config.NumberColumn(format="%.4g")}, placeholder="—")
     all_pairs = compare_runs(expected.per_query, names, test="t-test")
     st.caption("All pairs (paired t-test on tie-aware values):")
-    st.dataframe(all_pairs, hide_index=True, width="stretch")
+    st.dataframe(all_pairs, hide_index=True, width="stretch", placeholder="—")
     ui.download_csv(sig, "ranklens-significance.csv", key="dl-sig")
 
 

@@ -190,7 +190,7 @@ except RankLensError as exc:
     ui.show_error(exc)
     st.stop()
 st.markdown("**Estimate before running** (exact call counts; tokens ≈ characters / 4)")
-st.dataframe(pd.DataFrame(est_rows), hide_index=True, width="stretch")
+st.dataframe(pd.DataFrame(est_rows), hide_index=True, width="stretch", placeholder="—")
 
 run_clicked = st.button("Run reranking", type="primary", key="rr_run", icon=":material/play_arrow:",
                         disabled=not strategies)
@@ -255,7 +255,7 @@ if len(results) > 1 and q_for_metrics is not None:
     st.subheader("Comparison")
     table = comparison_table(cands_run, q_for_metrics, results)
     st.dataframe(table, hide_index=True, width="stretch",
-                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in METRICS})
+                 column_config={c: st.column_config.NumberColumn(format="%.4f") for c in METRICS}, placeholder="—")
     ui.download_csv(table, "rerank_comparison.csv", key="rr_dl_cmp")
     st.plotly_chart(cost_quality_figure(table[table["method"] != "original"].rename(columns={"method": "strategy"})),
                     width="stretch")
@@ -335,11 +335,11 @@ usage = pd.DataFrame([{"strategy": u["strategy"], "queries": u["queries"], "fail
                        "cost (USD)": round(u["cost"], 6), "call p50 ms": round(u["call_p50_ms"], 2),
                        "call p95 ms": round(u["call_p95_ms"], 2), "truncated": u["truncated"],
                        "wall s": round(u["wall_s"], 2)}])
-st.dataframe(usage, hide_index=True, width="stretch")
+st.dataframe(usage, hide_index=True, width="stretch", placeholder="—")
 ui.download_csv(usage, "rerank_usage.csv", key="rr_dl_usage")
 with st.expander(f"Per-call log ({u['calls']:,} calls)", icon=":material/list:"):
     log = res.log_frame()
-    st.dataframe(log.head(5000), hide_index=True, width="stretch")
+    st.dataframe(log.head(5000), hide_index=True, width="stretch", placeholder="—")
     ui.download_csv(log, "rerank_calls.csv", key="rr_dl_log")
     if len(log):
         st.plotly_chart(latency_histogram(log), width="stretch")
