@@ -19,6 +19,7 @@ from core.ties import tie_statistics
 from pages.common import ui
 
 METRICS = ["ndcg@10", "mrr@10", "recall@20", "map", "hits@3", "precision@10"]
+SWEEP_AUTO_ROWS = 2_000_000  # above this many input rows the sweeps run only on request
 METHOD_HELP = {
     "rrf": "Reciprocal Rank Fusion: sum of w / (k + rank)",
     "isr": "Inverse square rank: n_d x sum of w / rank^2",
@@ -27,7 +28,6 @@ METHOD_HELP = {
     "combmax": "Maximum score", "combmin": "Minimum score", "combmed": "Median score",
     "combanz": "CombSUM / number of inputs containing the document", "wsum": "Weighted sum of normalised scores",
 }
-
 
 
 def _fingerprint(obj) -> tuple:
@@ -175,10 +175,16 @@ st.subheader("Sweeps")
 if qrels is None:
     st.info("Select qrels in the sidebar to sweep k and the weights.")
 else:
+    k_grid = tuple(log_grid(1, 200, 12))
+    input_rows = sum(len(r) for r in runs)
+    if input_rows > SWEEP_AUTO_ROWS and not st.toggle(
+            f"Run the sweeps ({len(k_grid)} fusions and evaluations of {input_rows:,} input rows each)",
+            key="fuse_sweeps_on"):
+        st.caption("The inputs are large, so the sweeps wait until you switch them on.")
+        st.stop()
     sweep_metric = st.selectbox("Sweep metric", METRICS, key="fuse_sweep_metric", bind="query-params")
     with st.spinner("Sweeping k…"):
-        ks = cached_sweep_k(runs, qrels, sweep_metric, tuple(log_grid(1, 200, 12)), tuple(weights), depth or None,
-                            top_k or None)
+        ks = cached_sweep_k(runs, qrels, sweep_metric, k_grid, tuple(weights), depth or None, top_k or None)
     st.plotly_chart(k_sweep_figure(ks, sweep_metric, chosen_k=k if method == "rrf" else None), width="stretch",
                     key="fuse_k_sweep")
     ui.download_csv(ks, "fusion_k_sweep.csv", key="dl-fuse-ksweep")
