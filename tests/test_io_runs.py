@@ -322,6 +322,8 @@ BAD_QRELS = [
     ("tsv-word", "q.tsv", b"qid\tdocid\trelevance\nq1\td1\t1\nq1\td2\thigh\n", (3,), "not an integer"),
     ("jsonl-fraction", "q.jsonl", b'{"qid":"q1","docid":"d1","relevance":1}\n{"qid":"q1","docid":"d2","relevance":0.5}\n',
      (2,), "0.5 is not an integer"),
+    ("trec-huge", "q.txt", QRELS + b"q3 0 d1 99999999999999999999\n", (5,), "'99999999999999999999' is too large"),
+    ("trec-fraction-mixed", "q.txt", QRELS + b"q3 0 d1 1.0\nq3 0 d2 0.5\n", (6,), "'0.5' is not an integer"),
     ("trec-3-columns", "q.txt", QRELS + b"q3 d1 1\n", (5,), "3 column"),
     ("trec-5-columns", "q.txt", b"q0 0 d0 1 extra\n" + QRELS, (1,), "5 column"),
     ("trec-duplicate", "q.txt", QRELS + b"q1 0 d1 2\n", (1, 5), "'d1' is judged twice"),
@@ -339,6 +341,13 @@ def test_bad_qrels_names_file_and_lines(load, filename, content, lines, words):
     where = f"line {lines[0]}" if len(lines) == 1 else f"lines {lines[0]} and {lines[1]}"
     assert str(err).startswith(f"{filename}, {where}: "), str(err)
     assert err.lines == lines and words in str(err) and "np." not in str(err)
+
+
+def test_trec_qrels_accept_integral_grades_written_with_a_fraction(load):
+    """Grade "1.0" is grade 1 in TREC qrels, as in CSV qrels; "0.5" stays an error."""
+    plain = load(read_qrels, b"q1 0 d1 1\nq1 0 d2 0\nq2 0 d1 2\n", "q.txt").to_dict()
+    dotted = load(read_qrels, b"q1 0 d1 1.0\nq1 0 d2 0.0\nq2 0 d1 2\n", "q.txt").to_dict()
+    assert dotted == plain == {"q1": {"d1": 1, "d2": 0}, "q2": {"d1": 2}}
 
 
 @pytest.mark.parametrize("filename, content", [("q.txt", b""), ("q.txt", b" \n\n"), ("q.csv", b"qid,docid,relevance\n")])

@@ -198,11 +198,22 @@ def _diagnose_trec(raw: bytes, display: str, *, run: bool) -> None:
 
 
 def _check_grade(text: str, display: str, number: int) -> None:
+    """Raise unless ``text`` is an integer grade (``2``, ``-1``, or integral like ``1.0``)
+    that fits in 64 bits."""
     try:
-        int(text)
+        value = int(text)
     except ValueError:
-        raise DataError(f"relevance {text!r} is not an integer", file=display, line=number,
-                        expected="an integer grade in column 4") from None
+        try:
+            number_value = float(text)
+        except ValueError:
+            number_value = float("nan")
+        if not (np.isfinite(number_value) and number_value.is_integer()):
+            raise DataError(f"relevance {text!r} is not an integer", file=display, line=number,
+                            expected="an integer grade in column 4") from None
+        value = int(number_value)
+    if not -(2**63) <= value < 2**63:
+        raise DataError(f"relevance {text!r} is too large", file=display, line=number,
+                        expected="an integer grade between -2^63 and 2^63 - 1")
 
 
 def _canonical_columns(columns: Iterable[str], aliases: dict[str, str]) -> list[str]:
@@ -407,7 +418,16 @@ def _read_trec_qrels(raw: bytes, display: str) -> tuple[pa.Table, LineMap]:
         try:
             return _trec_parse(body, QRELS_TREC_COLUMNS, types, include), LineMap(body)
         except (pa.ArrowInvalid, pa.ArrowTypeError):
+            pass
+        try:  # integral grades written as numbers with a fraction ("1.0"), as CSV qrels accept
+            table = _trec_parse(body, QRELS_TREC_COLUMNS, {**types, "relevance": pa.float64()}, include)
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
             continue
+        grade = table["relevance"].combine_chunks().to_numpy(zero_copy_only=False)
+        if np.isfinite(grade).all() and (grade == np.round(grade)).all() and (np.abs(grade) < 2.0**63).all():
+            column = pa.array(grade.astype(np.int64))
+            return table.set_column(table.column_names.index("relevance"), "relevance", column), LineMap(body)
+        break  # a fractional grade: the line-by-line pass names it
     _diagnose_trec(raw, display, run=False)
     raise DataError("could not be parsed as TREC qrels", file=display, expected="4 columns: qid iter docid relevance")
 
