@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
@@ -126,8 +127,19 @@ def check_policy(ties: str) -> str:
 # ---------------------------------------------------------------------------------------
 # Joining a run with the qrels
 # ---------------------------------------------------------------------------------------
-@lru_cache(maxsize=16)
 def _judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
+    """`_join_judged`, cached on the run itself per qrels (weakly): a run that is dropped
+    frees its arrays at once instead of waiting in a global cache."""
+    cache = run.__dict__.get("_judged_by_qrels")
+    if cache is None:
+        cache = run.__dict__["_judged_by_qrels"] = weakref.WeakKeyDictionary()
+    found = cache.get(qrels)
+    if found is None:
+        found = cache[qrels] = _join_judged(run, qrels)
+    return found
+
+
+def _join_judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
     """Binary search of every judgement in the run's (query, docid) key index."""
     qrel_qids = qrels.table["qid"].combine_chunks()
     want_codes = pd.Index(run.qid_values).get_indexer(qrel_qids.to_numpy(zero_copy_only=False)).astype(np.int64)

@@ -381,3 +381,18 @@ def test_evaluate_policies_long_table():
 def test_metric_dataclass_equality_drives_deduplication():
     assert Metric("mrr", 10) == parse_metric("recip_rank@10") == parse_metric("mrr_10")
     assert Metric("mrr", 10) != parse_metric("mtrr@10")
+
+
+def test_evaluated_runs_are_not_kept_alive_by_caches():
+    """Evaluating a run caches its qrels join on the run itself, so dropping the run frees it."""
+    import gc
+    import weakref
+
+    run = Run.from_frame(pd.DataFrame({"qid": ["q1", "q1"], "docid": ["a", "b"], "score": [2.0, 1.0]}), "r")
+    qrels = Qrels.from_dict({"q1": {"a": 1}})
+    first = evaluate([run], qrels, ["mrr", "ndcg@10"]).aggregate
+    assert evaluate([run], qrels, ["mrr", "ndcg@10"]).aggregate.equals(first)  # served from the cache
+    ref = weakref.ref(run)
+    del run
+    gc.collect()
+    assert ref() is None
