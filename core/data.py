@@ -58,9 +58,17 @@ RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("score", 
 QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int64())])
 
 
+def contiguous(col: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """One array for a column: its only chunk as is (``combine_chunks`` would copy it),
+    else the chunks concatenated."""
+    if isinstance(col, pa.ChunkedArray):
+        return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
+    return col
+
+
 def _as_string(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     """One contiguous string array (dictionary columns decoded, large strings narrowed)."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = contiguous(col)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     if not pa.types.is_string(arr.type):
@@ -272,10 +280,10 @@ class Run:
         cols: dict[str, pa.Array] = {
             "qid": _as_string(table["qid"]),
             "docid": _as_string(table["docid"]),
-            "score": pc.cast(table["score"], pa.float64()).combine_chunks(),
+            "score": contiguous(pc.cast(table["score"], pa.float64())),
         }
         if "rank" in table.column_names:
-            cols["rank"] = pc.cast(table["rank"], pa.int64()).combine_chunks()
+            cols["rank"] = contiguous(pc.cast(table["rank"], pa.int64()))
         run = cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
         if validate:
             run.validate()
@@ -299,7 +307,7 @@ class Run:
         if self.table.num_rows == 0:
             raise DataError("run has no rows", file=self.source, expected="at least one result")
         for col in ("qid", "docid"):
-            arr = self.table[col].combine_chunks()
+            arr = contiguous(self.table[col])
             if arr.null_count:
                 row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
                 raise DataError(f"missing {col}", file=self.source, expected=f"a non-empty {col}", rows=(row,))
@@ -335,7 +343,7 @@ class Run:
     # ---- columns ------------------------------------------------------------------------
     @cached_property
     def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
-        return encode_queries(self.table["qid"].combine_chunks())
+        return encode_queries(contiguous(self.table["qid"]))
 
     @property
     def qid_codes(self) -> np.ndarray:
@@ -353,11 +361,11 @@ class Run:
 
     @cached_property
     def docids(self) -> pa.Array:
-        return self.table["docid"].combine_chunks()
+        return contiguous(self.table["docid"])
 
     @cached_property
     def scores(self) -> np.ndarray:
-        return self.table["score"].combine_chunks().to_numpy(zero_copy_only=False)
+        return contiguous(self.table["score"]).to_numpy(zero_copy_only=False)
 
     @property
     def has_rank(self) -> bool:
@@ -367,7 +375,7 @@ class Run:
     def ranks(self) -> np.ndarray | None:
         if not self.has_rank:
             return None
-        return self.table["rank"].combine_chunks().to_numpy(zero_copy_only=False)
+        return contiguous(self.table["rank"]).to_numpy(zero_copy_only=False)
 
     @cached_property
     def doc_keys(self) -> tuple[np.ndarray, bool]:
@@ -507,8 +515,8 @@ class Qrels:
     def validate(self) -> None:
         if self.table.num_rows == 0:
             raise DataError("qrels has no rows", file=self.source, expected="at least one judgement")
-        codes, values = encode_queries(self.table["qid"].combine_chunks())
-        dup = find_duplicate_pair(codes, self.table["docid"].combine_chunks())
+        codes, values = encode_queries(contiguous(self.table["qid"]))
+        dup = find_duplicate_pair(codes, contiguous(self.table["docid"]))
         if dup is not None:
             i, j = dup
             raise DataError(
@@ -528,7 +536,7 @@ class Qrels:
 
     @cached_property
     def qids(self) -> list[str]:
-        return list(encode_queries(self.table["qid"].combine_chunks())[1])
+        return list(encode_queries(contiguous(self.table["qid"]))[1])
 
     @property
     def n_queries(self) -> int:
@@ -577,7 +585,7 @@ def _first_true(mask: np.ndarray) -> int | None:
 
 def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Timestamps as ``timestamp[us, UTC]``: numbers are Unix seconds, strings ISO 8601."""
-    arr = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    arr = contiguous(col)
     if pa.types.is_dictionary(arr.type):
         arr = arr.dictionary_decode()
     if pa.types.is_timestamp(arr.type):
