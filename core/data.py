@@ -109,10 +109,10 @@ def docid_keys(docid: pa.Array) -> tuple[np.ndarray, bool]:
                 values = None
             if values is not None:
                 return values.view(np.uint64), True
-    return _hash_strings(docid), False
+    return hash_strings(docid), False
 
 
-def _hash_strings(arr: pa.Array) -> np.ndarray:
+def hash_strings(arr: pa.Array) -> np.ndarray:
     """Polynomial 64-bit hash of each UTF-8 string (vectorised over the byte buffer)."""
     n = len(arr)
     out = np.zeros(n, dtype=np.uint64)
@@ -220,7 +220,7 @@ class KeyIndex:
                 keys[ok] = pc.cast(want_docids.filter(pa.array(ok)), pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
         else:
             ok = want_codes >= 0
-            keys = _hash_strings(want_docids)
+            keys = hash_strings(want_docids)
         mixed = self._keys(keys, np.maximum(want_codes, 0))
         left = np.searchsorted(self.sorted_keys, mixed, side="left")
         right = np.searchsorted(self.sorted_keys, mixed, side="right")

@@ -70,7 +70,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.data import Qrels, Run, _hash_strings
+from core.data import Qrels, Run, hash_strings
 from core.errors import DataWarning, RankLensError
 from core.ties import docid_rank_in_group, given_positions
 
@@ -357,7 +357,7 @@ class _DocCoder:
         else:
             arrays = [get() for get in strings]
             combined = pa.chunked_array(arrays, type=pa.string())
-            hashed = [h if h is not None else _hash_strings(a) for h, a in zip(hashes, arrays)]
+            hashed = [h if h is not None else hash_strings(a) for h, a in zip(hashes, arrays)]
             codes, uniques = pd.factorize(np.concatenate(hashed) if hashed else np.zeros(0, np.uint64))
             codes = codes.astype(np.int64, copy=False)
             first = np.empty(len(uniques), dtype=np.int64)
@@ -591,7 +591,6 @@ def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str
 # ---------------------------------------------------------------------------------------
 # Streamed fusion: join and score query blocks in cache-sized chunks (the `fuse` hot path)
 # ---------------------------------------------------------------------------------------
-STREAMED_METHODS: tuple[str, ...] = METHODS
 _CHUNK_ELEMENTS = 1 << 20  # input rows joined per chunk: small enough that buffers are reused, not faulted in
 
 
@@ -849,9 +848,8 @@ def _stream(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | N
     out_score = np.empty(total, dtype=np.float64)
     qcols, dcols = [], []
     at = 0
-    workers = _workers() if len(bounds) > 1 else 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for gq, gdoc, fused, qcol, dcol in (pool.map(work, bounds) if workers > 1 else map(work, bounds)):
+    with ThreadPoolExecutor(max_workers=min(_workers(), len(bounds))) as pool:
+        for gq, gdoc, fused, qcol, dcol in pool.map(work, bounds):
             n = len(gq)
             out_q[at : at + n] = gq
             out_doc[at : at + n] = gdoc
@@ -1060,18 +1058,14 @@ def _sorted_groups(j: Joined, fused: np.ndarray) -> _Fused:
 
 def _fuse_inputs(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None, depth: int | None,
                  ties: str) -> _Fused:
-    """Fused (query code, doc key, score) rows: streamed when the method allows, else joined."""
-    if method in STREAMED_METHODS:
-        streamed = _stream(inputs, method, k, w, norm)
-        if streamed is not None:
-            return streamed
+    """Fused (query code, doc key, score) rows: streamed, or joined when the doc keys are too
+    wide to pack (`_stream` returns None)."""
+    streamed = _stream(inputs, method, k, w, norm)
+    if streamed is not None:
+        return streamed
     j = _join_inputs(inputs, norm, depth, ties)
     fused, _ = _score_joined(j, method, k, w)
     return _sorted_groups(j, fused)
-
-
-def _build_run(j: Joined, fused: np.ndarray, name: str, meta: dict) -> Run:
-    return _assemble(j.qid_values, j.coder, _sorted_groups(j, fused), name, meta)
 
 
 def fuse(
@@ -1157,7 +1151,7 @@ def provenance(
         runs = [r.subset(list(qids)) for r in runs]
     j = join(runs, norm=norm if method in SCORE_METHODS else None, depth=depth, ties=ties)
     fused_scores, contrib = score_joined(j, method, k, w)
-    fused = _build_run(j, fused_scores, "fused", {})
+    fused = _assemble(j.qid_values, j.coder, _sorted_groups(j, fused_scores), "fused", {})
     if top_k is not None:
         fused = _truncate(fused, int(top_k))
     ranked = fused.sorted_frame("trec").rename(
