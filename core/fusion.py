@@ -995,18 +995,6 @@ def absent_points(j: Joined, weights: np.ndarray) -> np.ndarray:
     return np.asarray(weights, dtype=float)[:, None] * (n_cand[None, :] - j.lengths + 1.0) / 2.0
 
 
-def _trec_positions(run: Run) -> np.ndarray:
-    """0-based position of every file row of ``run`` under trec order."""
-    ranked = run.ranked
-    pos = ranked.group_start.copy()
-    tied = np.flatnonzero(ranked.group_size > 1)
-    if len(tied):
-        pos[tied] += docid_rank_in_group(run, ranked.order[tied])
-    out = np.empty(len(pos), dtype=np.int64)
-    out[ranked.order] = pos
-    return out
-
-
 def _truncate(run: Run, top_k: int) -> Run:
     """Keep the first ``top_k`` documents per query under trec order (exact at tie cuts)."""
     ranked = run.ranked

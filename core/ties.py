@@ -107,6 +107,27 @@ def given_positions(run: Run) -> np.ndarray:
     return positions
 
 
+def trec_positions(run: Run) -> np.ndarray:
+    """0-based position of every file row within its query under trec_eval's order (score
+    descending, then docid descending, byte-wise): the members of all tie groups are sorted
+    once by (group, docid descending)."""
+    ranked = run.ranked
+    pos = ranked.group_start.astype(np.int64)
+    tied = np.flatnonzero(ranked.group_size > 1)  # sorted indices; each group is contiguous
+    if len(tied):
+        group = ranked.group_id[tied]
+        table = pa.table({"g": group, "d": run.docids.take(pa.array(ranked.order[tied]))})
+        by_docid = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
+        place = np.empty(len(tied), dtype=np.int64)
+        place[by_docid] = np.arange(len(tied))
+        block_start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
+        place -= np.repeat(block_start, np.diff(np.r_[block_start, len(tied)]))
+        pos[tied] += place
+    out = np.empty(len(pos), dtype=np.int64)
+    out[ranked.order] = pos
+    return out
+
+
 @dataclass(frozen=True)
 class Located:
     """Where file rows sit in a run sorted by (query, score desc): ``sidx`` sorted index,
@@ -176,17 +197,14 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
         return out
     first = where.first[tied]
     tsizes = where.size[tied]
-    # Process in chunks so memory stays bounded even with huge tie groups.
+    # Process in chunks of about `budget` comparisons so memory stays bounded even with huge
+    # tie groups (a group never straddles two chunks).
     budget = 4_000_000
     docids = run.docids
-    start = 0
-    while start < len(tied):
-        stop = start
-        total = 0
-        while stop < len(tied) and (total + tsizes[stop] <= budget or stop == start):
-            total += int(tsizes[stop])
-            stop += 1
-        sl = slice(start, stop)
+    chunk_of = (np.cumsum(tsizes) - tsizes) // budget
+    cuts = np.r_[0, np.flatnonzero(np.diff(chunk_of)) + 1, len(tied)]
+    for start, stop in zip(cuts[:-1], cuts[1:]):
+        sl = slice(int(start), int(stop))
         reps = tsizes[sl]
         offsets = np.repeat(first[sl] - np.cumsum(np.concatenate(([0], reps[:-1]))), reps)
         member_sorted = np.arange(int(reps.sum()), dtype=np.int64) + offsets
@@ -196,45 +214,47 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
         flags = greater.to_numpy(zero_copy_only=False).astype(np.int64)
         bounds = np.concatenate(([0], np.cumsum(reps)[:-1]))
         out[tied[sl]] = np.add.reduceat(flags, bounds)
-        start = stop
     return out
+
+
+def ranked_rows(run: Run, ties: str = "trec") -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, position)``: the file rows in ranked order under a deterministic tie policy
+    (queries in order of first appearance; ``trec``: score desc then docid desc; ``given``:
+    the file's rank column / row order) and each of them's 0-based position in its query."""
+    if ties not in DETERMINISTIC_ORDERS:
+        raise ValueError(f"a deterministic order is needed ('trec' or 'given'), got {ties!r}")
+    codes = run.qid_codes
+    pos = trec_positions(run) if ties == "trec" else given_positions(run)
+    first = np.zeros(run.n_queries, dtype=np.int64)
+    np.cumsum(np.bincount(codes, minlength=run.n_queries)[:-1], out=first[1:])
+    rows = np.empty(len(codes), dtype=np.int64)
+    rows[first[codes] + pos] = np.arange(len(codes))
+    return rows, pos[rows]
 
 
 def ordered_frame(run: Run, ties: str = "trec") -> pd.DataFrame:
     """The run as a DataFrame in ranked order with 1-based ``rank``, ``tie_group`` (1-based
     within the query) and ``tie_size``. ``trec``: score desc then docid desc; ``given``:
     the file's rank column / row order (tie groups still reported by score)."""
-    if ties not in DETERMINISTIC_ORDERS:
-        raise ValueError(f"ordered_frame needs a deterministic order ('trec' or 'given'), got {ties!r}")
+    rows, pos = ranked_rows(run, ties)
     ranked = run.ranked
+    group_local = np.empty(len(rows), dtype=np.int64)
+    group_local[ranked.order] = ranked.group_id - ranked.group_id[ranked.query_start[ranked.qcode]] + 1
+    group_size = np.empty(len(rows), dtype=np.int64)
+    group_size[ranked.order] = ranked.group_size
     frame = pd.DataFrame(
         {
-            "qid": run.qid_values[run.qid_codes],
-            "docid": run.docids.to_numpy(zero_copy_only=False),
-            "score": run.scores,
+            "qid": run.qid_values[run.qid_codes[rows]],
+            "docid": run.docids.take(pa.array(rows)).to_numpy(zero_copy_only=False),
+            "score": run.scores[rows],
+            "rank": pos + 1,
+            "tie_group": group_local[rows],
+            "tie_size": group_size[rows],
         }
     )
     if run.ranks is not None:
-        frame["file_rank"] = run.ranks
-    sorted_rows = ranked.order
-    group_local = ranked.group_id - ranked.group_id[ranked.query_start[ranked.qcode]] + 1
-    frame["tie_group"] = 0
-    frame["tie_size"] = 0
-    frame.loc[sorted_rows, "tie_group"] = group_local
-    frame.loc[sorted_rows, "tie_size"] = ranked.group_size
-    frame["_q"] = run.qid_codes
-    if ties == "trec":
-        frame["_pos"] = 0
-        frame.loc[sorted_rows, "_pos"] = ranked.group_start
-        frame = frame.sort_values(["_q", "_pos", "docid"], ascending=[True, True, False], kind="stable")
-    else:
-        frame["_pos"] = given_positions(run)
-        frame = frame.sort_values(["_q", "_pos"], kind="stable")
-    frame["rank"] = frame.groupby("_q", sort=False).cumcount() + 1
-    cols = ["qid", "docid", "score", "rank", "tie_group", "tie_size"]
-    if "file_rank" in frame.columns:
-        cols.append("file_rank")
-    return frame[cols].reset_index(drop=True)
+        frame["file_rank"] = run.ranks[rows]
+    return frame
 
 
 def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> dict[str, object]:

@@ -519,3 +519,28 @@ def test_evaluating_a_read_run_matches_the_in_memory_run(load):
     assert parsed["mrr"] == pytest.approx((0.75 + 0 + 0) / 3)
     assert not math.isnan(parsed["map"])
     json.dumps(parsed.to_dict())
+
+
+@pytest.mark.parametrize("ties", ["trec", "given"])
+def test_write_trec_run_lines_follow_sorted_frame(ties):
+    """Every written line is the run's `sorted_frame` row (queries in first-appearance order,
+    ties in trec or given order), also for a fused run whose columns are chunked."""
+    from core.fusion import fuse
+
+    rng = np.random.default_rng(11)
+    frame = pd.DataFrame({"qid": rng.choice(["q9", "q1", "q5"], size=200), "docid": [f"d{i % 60}" for i in range(200)],
+                          "score": rng.integers(0, 4, size=200).astype(float)})
+    frame = frame.drop_duplicates(["qid", "docid"])
+    frame["rank"] = frame.groupby("qid").cumcount() + 1
+    a = Run.from_frame(frame, "a")
+    b = Run.from_frame(frame.sample(frac=1.0, random_state=2), "b")
+    for run in (a, fuse([a, b], "rrf")):
+        expected = [(q, "Q0", d, str(r), s, "t") for q, d, r, s in
+                    run.sorted_frame(ties)[["qid", "docid", "rank", "score"]].itertuples(index=False, name=None)]
+        written = [line.split(" ") for line in write_trec_run(run, tag="t", ties=ties).splitlines()]
+        assert [(q, q0, d, r, float(s), t) for q, q0, d, r, s, t in written] == expected
+
+
+def test_write_trec_run_keeps_ids_with_quotes_verbatim():
+    run = Run.from_frame(pd.DataFrame({"qid": ['q"1', 'q"1'], "docid": ['d"a', "b"], "score": [2.0, 1.5]}), "r")
+    assert write_trec_run(run) == 'q"1 Q0 d"a 1 2 r\nq"1 Q0 b 2 1.5 r\n'

@@ -25,6 +25,7 @@ import pyarrow.parquet as pq
 
 from core.data import Qrels, Run
 from core.errors import DataError
+from core.ties import ranked_rows
 from core.io._common import LineMap, Source, check_text, json_lines, load_bytes, sniff_format, strip_bom
 
 RUN_TREC_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
@@ -521,27 +522,37 @@ def collapse_chunks(run: Run, chunk_map: pd.DataFrame, *, name: str | None = Non
 # ---------------------------------------------------------------------------------------
 def write_trec_run(run: Run, out: str | Path | IO[str] | None = None, *, tag: str | None = None,
                    ties: str = "trec") -> str | None:
-    """Write ``qid Q0 docid rank score tag`` lines in ranked order; returns the text when
-    ``out`` is None. Scores are written with full precision (``repr``)."""
-    frame = run.sorted_frame(ties)
+    """Write ``qid Q0 docid rank score tag`` lines in ranked order (``ties``: ``trec`` or
+    ``given``), queries in order of first appearance; returns the text when ``out`` is None.
+    Scores are written with full precision (shortest round-trip form). The lines are written
+    column-wise by Arrow's CSV writer, with no Python object per row."""
     tag = (tag or run.name).replace(" ", "_") or "ranklens"
-    n = len(frame)
-    columns = [
-        pa.array(frame["qid"].astype(str).to_numpy(), pa.string()),
-        pa.array(["Q0"] * n, pa.string()) if n else pa.array([], pa.string()),
-        pa.array(frame["docid"].astype(str).to_numpy(), pa.string()),
-        pc.cast(pa.array(frame["rank"].to_numpy()), pa.string()),
-        pc.cast(pa.array(frame["score"].to_numpy(np.float64)), pa.string()),
-        pa.array([tag] * n, pa.string()) if n else pa.array([], pa.string()),
-    ]
-    lines = pc.binary_join_element_wise(*columns, " ")
-    text = "\n".join(lines.to_pylist()) + ("\n" if n else "")
+    n = len(run)
+    rows, pos = ranked_rows(run, ties)
+    table = pa.table({
+        "qid": pa.array(list(run.qid_values), pa.string()).take(pa.array(run.qid_codes[rows])),
+        "q0": pa.repeat("Q0", n),
+        "docid": run.docids.take(pa.array(rows)),
+        "rank": pa.array(pos + 1),
+        "score": pa.array(run.scores[rows]),
+        "tag": pa.repeat(tag, n),
+    })
+    sink = pa.BufferOutputStream()
+    try:
+        pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
+        data = memoryview(sink.getvalue())
+    except pa.ArrowInvalid:  # an id holding a quote: write it verbatim, as the TREC format has no quoting
+        cols = [table[c].combine_chunks() if c in ("qid", "q0", "docid", "tag") else pc.cast(table[c], pa.string())
+                for c in table.column_names]
+        lines = pc.binary_join_element_wise(*cols, " ")
+        data = memoryview("".join(f"{line}\n" for line in lines.to_pylist()).encode("utf-8"))
+    if isinstance(out, (str, Path)):
+        Path(out).write_bytes(data)
+        return None
+    text = str(data, "utf-8")
     if out is None:
         return text
-    if isinstance(out, (str, Path)):
-        Path(out).write_text(text, encoding="utf-8")
-    else:
-        out.write(text)
+    out.write(text)
     return None
 
 
