@@ -751,15 +751,6 @@ class _Streamer:
                 band |= low.reshape(nc, length) if coded else low
             else:
                 flat[dest] = (keys << shift) | low
-        if method == "combmed":
-            # low bits: the slot's position in value order, so each group sorts by value
-            value_order = np.argsort(contrib)
-            contrib = contrib[value_order]
-            position = np.empty(size, dtype=np.uint64)
-            position[value_order] = np.arange(size, dtype=np.uint64)
-            live = flat != _SENTINEL if ragged else slice(None)
-            cell = flat[live]
-            flat[live] = (cell & ~low_mask) | position[(cell & low_mask).view(np.int64)]
         packed.sort(axis=1)
         if ragged:
             flat = packed[np.arange(wc)[None, :] < widths[:, None]]
@@ -783,9 +774,12 @@ class _Streamer:
         elif self.additive:
             fused = np.add.reduceat((self.table if coded else contrib)[low], starts).astype(np.float64)
             fused *= self.quantum
-        elif method == "combmed":
-            ordered = contrib[low]
-            fused = (ordered[starts + (counts - 1) // 2] + ordered[starts + counts // 2]) / 2.0
+        elif method == "combmed":  # each group's values in a padded row (at most one per input), sorted
+            groups = np.arange(len(starts))
+            table = np.full((len(starts), int(counts.max())), np.inf)
+            table[np.repeat(groups, counts), np.arange(n) - np.repeat(starts, counts)] = contrib[low]
+            table.sort(axis=1)
+            fused = (table[groups, (counts - 1) // 2] + table[groups, counts // 2]) / 2.0
         else:
             reduce = np.maximum if method == "combmax" else np.minimum
             fused = reduce.reduceat(contrib[low], starts)
