@@ -72,7 +72,7 @@ import pyarrow.compute as pc
 
 from core.data import Qrels, Run, hash_strings
 from core.errors import DataWarning, RankLensError
-from core.ties import docid_rank_in_group, given_positions
+from core.ties import docid_desc_offsets, docid_rank_in_group, given_positions
 
 RANK_METHODS: tuple[str, ...] = ("rrf", "isr", "borda")
 SCORE_METHODS: tuple[str, ...] = ("combsum", "combmnz", "combmax", "combmin", "combmed", "combanz", "wsum")
@@ -271,13 +271,8 @@ def _order_ties_trec(docids: pa.Array, bounds: np.ndarray, codes: np.ndarray,
     gid = np.cumsum(brk) - 1
     first_rows = rows[brk]
     first_pos = first_rows - bounds[codes[first_rows]]
-    table = pa.table({"g": gid, "d": docids.take(pa.array(rows))})
-    idx = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
-    g_sorted = gid[idx]
-    group_begin = np.flatnonzero(brk)
-    ranks = np.empty(len(rows), dtype=np.int32)
-    ranks[idx] = first_pos[g_sorted] + (np.arange(len(rows)) - group_begin[g_sorted]) + 1
-    return rows, ranks
+    offset = docid_desc_offsets(gid, docids.take(pa.array(rows)))
+    return rows, (first_pos[gid] + offset + 1).astype(np.int32)
 
 
 def _prepare(run: Run, qmap: np.ndarray, ties: str, depth: int | None) -> _Prepared:
