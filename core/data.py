@@ -11,6 +11,7 @@ query raise `DataError`. Readers in `core.io` attach file and line numbers to th
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -64,6 +65,23 @@ def contiguous(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     if isinstance(col, pa.ChunkedArray):
         return col.chunk(0) if col.num_chunks == 1 else col.combine_chunks()
     return col
+
+
+def content_digest(obj: Any) -> str:
+    """Digest of an immutable dataset's table (every column's Arrow buffers, offsets and
+    lengths), computed once per object: a cache key that changes with any change of content."""
+    found = obj.__dict__.get("_content_digest")
+    if found is None:
+        digest = hashlib.blake2b(digest_size=16)
+        for name in obj.table.column_names:
+            digest.update(name.encode("utf-8"))
+            for chunk in obj.table[name].chunks:
+                digest.update(f"{chunk.type}:{chunk.offset}:{len(chunk)}".encode())
+                for buffer in chunk.buffers():
+                    if buffer is not None:
+                        digest.update(memoryview(buffer))
+        found = obj.__dict__["_content_digest"] = digest.hexdigest()
+    return found
 
 
 def _as_string(col: pa.ChunkedArray | pa.Array) -> pa.Array:

@@ -10,7 +10,7 @@ import streamlit as st
 
 from core.charts.fusion import k_sweep_figure, log_grid, movement_figure, weight_sweep_figure
 from core.demo.fusion import RETRIEVERS
-from core.data import Qrels, Run
+from core.data import Qrels, Run, content_digest
 from core.errors import DataWarning, RankLensError
 from core.fusion import METHODS, NORMS, RANK_METHODS, fuse, provenance, provenance_wide, sweep_k, sweep_weight
 from core.io import write_trec_run
@@ -31,18 +31,20 @@ METHOD_HELP = {
 
 
 def _fingerprint(obj) -> tuple:
-    """Cheap content key for immutable Run / Qrels objects (cache keys of the sweeps)."""
-    col = "score" if "score" in obj.table.column_names else "relevance"
-    return (type(obj).__name__, getattr(obj, "name", ""), len(obj), obj.n_queries, float(pa_sum(obj.table[col])))
-
-
-def pa_sum(col) -> float:
-    import pyarrow.compute as pc
-
-    return pc.sum(col).as_py() or 0.0
+    """Cache key of an immutable Run / Qrels: its name and a digest of its content."""
+    return type(obj).__name__, getattr(obj, "name", ""), content_digest(obj)
 
 
 _HASH = {Run: _fingerprint, Qrels: _fingerprint}
+
+
+@st.cache_resource(max_entries=2, show_spinner=False, hash_funcs=_HASH)
+def cached_fuse(runs: list, method: str, k: float, weights: tuple, norm, depth, top_k) -> Run:
+    """The fused run, kept across reruns: on MS MARCO-sized inputs fusing takes seconds, and
+    runs are immutable, so the same object is shared."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DataWarning)
+        return fuse(runs, method, k=k, weights=list(weights), norm=norm, depth=depth, top_k=top_k)
 
 
 @st.cache_data(max_entries=16, show_spinner=False, hash_funcs=_HASH)
@@ -98,9 +100,7 @@ with st.expander("Weights", expanded=False):
 
 runs = [ws.get("run", n) for n in chosen]
 try:
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DataWarning)
-        fused = fuse(runs, method, k=k, weights=weights, norm=norm, depth=depth or None, top_k=top_k or None)
+    fused = cached_fuse(runs, method, k, tuple(weights), norm, depth or None, top_k or None)
 except RankLensError as exc:
     ui.show_error(exc)
     st.stop()

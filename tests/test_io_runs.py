@@ -544,3 +544,17 @@ def test_write_trec_run_lines_follow_sorted_frame(ties):
 def test_write_trec_run_keeps_ids_with_quotes_verbatim():
     run = Run.from_frame(pd.DataFrame({"qid": ['q"1', 'q"1'], "docid": ['d"a', "b"], "score": [2.0, 1.5]}), "r")
     assert write_trec_run(run) == 'q"1 Q0 d"a 1 2 r\nq"1 Q0 b 2 1.5 r\n'
+
+
+def test_content_digest_changes_with_any_content_change():
+    """The page caches key datasets by `content_digest`: the same rows give the same digest,
+    a changed docid, score or grade gives another."""
+    from core.data import content_digest
+
+    frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["a", "b", "a"], "score": [2.0, 1.0, 3.0]})
+    base = content_digest(Run.from_frame(frame, "r"))
+    assert content_digest(Run.from_frame(frame.copy(), "other name")) == base
+    assert content_digest(Run.from_frame(frame.assign(docid=["a", "c", "a"]), "r")) != base
+    assert content_digest(Run.from_frame(frame.assign(score=[2.0, 1.0, 3.5]), "r")) != base
+    qrels = Qrels.from_dict({"q1": {"a": 1}})
+    assert content_digest(qrels) != content_digest(Qrels.from_dict({"q1": {"a": 2}}))
