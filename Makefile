@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 
-.PHONY: run test bench clean
+.PHONY: run test lint format bench clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -24,6 +24,17 @@ run: $(VENV)/.runtime
 test: $(VENV)/.dev
 	$(PY) -m pytest -n 2 -m "not e2e" -q tests
 	$(PY) -m pytest -m e2e -q tests/e2e
+
+# Lint and format check (ruff), types (mypy on core/), import contracts (import-linter): see pyproject.toml.
+lint: $(VENV)/.dev
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+	$(VENV)/bin/lint-imports --no-cache
+
+format: $(VENV)/.dev
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
 
 bench: $(VENV)/.dev
 	$(PY) bench/evaluate.py

@@ -6,8 +6,9 @@ import streamlit as st
 
 from pages.common import ui
 
-st.set_page_config(page_title="RankLens", page_icon=":material/leaderboard:", layout="wide",
-                   initial_sidebar_state="expanded")
+st.set_page_config(
+    page_title="RankLens", page_icon=":material/leaderboard:", layout="wide", initial_sidebar_state="expanded"
+)
 
 # url_path values differ from the file stems on purpose (see STREAMLIT.md: deep links on a
 # fresh server would otherwise run a page without this frame).

@@ -34,10 +34,11 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -148,8 +149,12 @@ class PhaseMeter:
         finally:
             seconds = time.perf_counter() - start
             user2, system2 = cpu_seconds()
-            self.phases[name] = {"seconds": seconds, "cpu": user2 - user + system2 - system, "sys": system2 - system,
-                                 "peak_mb": peak_since_reset_mb()}
+            self.phases[name] = {
+                "seconds": seconds,
+                "cpu": user2 - user + system2 - system,
+                "sys": system2 - system,
+                "peak_mb": peak_since_reset_mb(),
+            }
 
     def total(self, names: Sequence[str]) -> dict[str, float]:
         """Sums of seconds and CPU, max of peaks over ``names``."""
@@ -176,8 +181,9 @@ def timed(fn, *args, **kwargs) -> tuple[Any, float]:
 # ---------------------------------------------------------------------------------------
 # Worker processes
 # ---------------------------------------------------------------------------------------
-def run_worker(script: str | Path, args: Sequence[str], *, timeout: float | None = None,
-               env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_worker(
+    script: str | Path, args: Sequence[str], *, timeout: float | None = None, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run ``python script *args --out FILE`` in a fresh interpreter; return the JSON it wrote.
 
     The worker's stdout/stderr are passed through (prefixed lines are the worker's own).
@@ -186,8 +192,7 @@ def run_worker(script: str | Path, args: Sequence[str], *, timeout: float | None
     with tempfile.TemporaryDirectory(prefix="bench-worker-") as tmp:
         out = Path(tmp) / "result.json"
         cmd = [sys.executable, str(script), *args, "--out", str(out)]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env={**os.environ, **(env or {})})
         if proc.returncode != 0 or not out.exists():
             tail = "\n".join((proc.stderr or "").strip().splitlines()[-15:])
             raise RuntimeError(f"worker {' '.join(args)} failed (exit {proc.returncode}):\n{tail}")
@@ -226,8 +231,9 @@ def sorted_unique_ints(rng: np.random.Generator, n: int, high: int) -> np.ndarra
     return np.sort(rng.choice(high, size=n, replace=False)).astype(np.int64)
 
 
-def unique_per_row(rng: np.random.Generator, n_rows: int, n_cols: int, high: int,
-                   exclude: np.ndarray | None = None) -> np.ndarray:
+def unique_per_row(
+    rng: np.random.Generator, n_rows: int, n_cols: int, high: int, exclude: np.ndarray | None = None
+) -> np.ndarray:
     """(n_rows, n_cols) integers from ``[0, high)``, distinct within each row and (if given)
     absent from ``exclude`` — int64 keys ``row * high + value`` to avoid. Collisions are
     redrawn in vectorised rounds (rare when ``n_cols << high``)."""
@@ -260,8 +266,9 @@ def contains_sorted(haystack: np.ndarray, needles: np.ndarray) -> np.ndarray:
     return haystack[idx] == needles
 
 
-def synthetic_run(rng: np.random.Generator, n_queries: int, n_docs: int, *,
-                  doc_space: int = DOC_SPACE, qid_space: int = QID_SPACE) -> SyntheticRun:
+def synthetic_run(
+    rng: np.random.Generator, n_queries: int, n_docs: int, *, doc_space: int = DOC_SPACE, qid_space: int = QID_SPACE
+) -> SyntheticRun:
     """An MS MARCO-like first-stage run (see the module docstring). Scores are sorted
     normal draws per query (location 9-14, scale 1.5-2.5, floored at 1), as BM25 scores are
     spread, then made strictly decreasing in the 6th decimal."""
@@ -293,11 +300,12 @@ def weighted_pick(rng: np.random.Generator, weights: np.ndarray, n_rows: int, k:
     return np.take_along_axis(top, order, axis=1)
 
 
-def _judged_rows(run: SyntheticRun, rng: np.random.Generator, count: np.ndarray, retrieved: np.ndarray,
-                 rank_weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _judged_rows(
+    run: SyntheticRun, rng: np.random.Generator, count: np.ndarray, retrieved: np.ndarray, rank_weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(query index, docid, rank or -1)`` of judged documents: ``retrieved[q]`` of the
     ``count[q]`` per query come from the run (rank-weighted), the rest are unretrieved ids."""
-    n_q, n_docs = run.shape
+    n_q = run.shape[0]
     k_max = int(retrieved.max()) if len(retrieved) else 0
     rows, docs, ranks = [], [], []
     if k_max:
@@ -325,8 +333,9 @@ def _judged_rows(run: SyntheticRun, rng: np.random.Generator, count: np.ndarray,
     return q[order], d[order], r[order]
 
 
-def binary_qrels(run: SyntheticRun, rng: np.random.Generator, *, extra_rate: float = 0.065,
-                 recall: float = 0.857) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def binary_qrels(
+    run: SyntheticRun, rng: np.random.Generator, *, extra_rate: float = 0.065, recall: float = 0.857
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """MS MARCO dev-like binary qrels ``(qid, docid, grade=1)``: 1 + Poisson(0.065) relevant
     per query (~1.07), each retrieved with probability ``recall`` (BM25's R@1000) at a rank
     drawn with weight 1/rank (MRR@10 about 0.18, like BM25)."""
@@ -337,8 +346,9 @@ def binary_qrels(run: SyntheticRun, rng: np.random.Generator, *, extra_rate: flo
     return run.qids[q], d, np.ones(len(q), dtype=np.int64)
 
 
-def graded_qrels(run: SyntheticRun, rng: np.random.Generator, *, low: int = 15, high: int = 25,
-                 pooled: float = 0.8) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def graded_qrels(
+    run: SyntheticRun, rng: np.random.Generator, *, low: int = 15, high: int = 25, pooled: float = 0.8
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """TREC DL-like graded qrels ``(qid, docid, grade 0-3)``: ``low..high`` judged per query
     (~20), a share ``pooled`` drawn from the run with weight 1/sqrt(rank); grades are likelier
     to be high near the top."""
@@ -346,12 +356,14 @@ def graded_qrels(run: SyntheticRun, rng: np.random.Generator, *, low: int = 15, 
     count = rng.integers(low, high + 1, size=n_q)
     retrieved = np.minimum(rng.binomial(count, pooled), n_docs)
     q, d, rank = _judged_rows(run, rng, count, retrieved, 1.0 / np.sqrt(np.arange(1, n_docs + 1)))
-    probs = np.array([
-        [0.60, 0.20, 0.12, 0.08],  # not retrieved
-        [0.35, 0.30, 0.20, 0.15],  # rank <= 10
-        [0.55, 0.25, 0.13, 0.07],  # rank <= 100
-        [0.75, 0.15, 0.07, 0.03],  # deeper
-    ])
+    probs = np.array(
+        [
+            [0.60, 0.20, 0.12, 0.08],  # not retrieved
+            [0.35, 0.30, 0.20, 0.15],  # rank <= 10
+            [0.55, 0.25, 0.13, 0.07],  # rank <= 100
+            [0.75, 0.15, 0.07, 0.03],  # deeper
+        ]
+    )
     bucket = np.where(rank < 0, 0, np.where(rank <= 10, 1, np.where(rank <= 100, 2, 3)))
     cdf = np.cumsum(probs, axis=1)[bucket]
     grade = (rng.random(len(q))[:, None] > cdf[:, :3]).sum(axis=1).astype(np.int64)
@@ -364,7 +376,7 @@ def graded_qrels(run: SyntheticRun, rng: np.random.Generator, *, low: int = 15, 
 def constant_strings(value: str, n: int) -> pa.Array:
     """A string array of ``n`` copies of ``value`` (built from buffers, no Python loop)."""
     raw = value.encode("utf-8")
-    offsets = (np.arange(n + 1, dtype=np.int64) * len(raw))
+    offsets = np.arange(n + 1, dtype=np.int64) * len(raw)
     if offsets[-1] < 2**31:
         return pa.StringArray.from_buffers(n, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(raw * n))
     return pa.LargeStringArray.from_buffers(n, pa.py_buffer(offsets), pa.py_buffer(raw * n))
@@ -387,19 +399,29 @@ def fixed_decimals(units: np.ndarray, decimals: int) -> pa.Array:
     return text
 
 
-def write_trec_run(path: str | Path, qids: np.ndarray, docids: np.ndarray, ranks: np.ndarray,
-                   scores: pa.Array | np.ndarray, tag: str = "bench") -> int:
+def write_trec_run(
+    path: str | Path,
+    qids: np.ndarray,
+    docids: np.ndarray,
+    ranks: np.ndarray,
+    scores: pa.Array | np.ndarray,
+    tag: str = "bench",
+) -> int:
     """Write ``qid Q0 docid rank score tag`` lines in the given row order; ``scores`` may be
     pre-formatted text (see `fixed_decimals`) or floats (shortest repr). Returns bytes written."""
     n = len(qids)
-    table = pa.table({
-        "qid": pa.array(np.asarray(qids)),
-        "q0": constant_strings("Q0", n),
-        "docid": pa.array(np.asarray(docids)),
-        "rank": pa.array(np.asarray(ranks)),
-        "score": scores if isinstance(scores, (pa.Array, pa.ChunkedArray)) else pa.array(np.asarray(scores, np.float64)),
-        "tag": constant_strings(tag, n),
-    })
+    table = pa.table(
+        {
+            "qid": pa.array(np.asarray(qids)),
+            "q0": constant_strings("Q0", n),
+            "docid": pa.array(np.asarray(docids)),
+            "rank": pa.array(np.asarray(ranks)),
+            "score": scores
+            if isinstance(scores, (pa.Array, pa.ChunkedArray))
+            else pa.array(np.asarray(scores, np.float64)),
+            "tag": constant_strings(tag, n),
+        }
+    )
     _write_space_separated(table, path)
     return Path(path).stat().st_size
 
@@ -407,19 +429,20 @@ def write_trec_run(path: str | Path, qids: np.ndarray, docids: np.ndarray, ranks
 def write_trec_qrels(path: str | Path, qids: np.ndarray, docids: np.ndarray, grades: np.ndarray) -> int:
     """Write ``qid 0 docid grade`` lines. Returns bytes written."""
     n = len(qids)
-    table = pa.table({
-        "qid": pa.array(np.asarray(qids)),
-        "iter": constant_strings("0", n),
-        "docid": pa.array(np.asarray(docids)),
-        "grade": pa.array(np.asarray(grades, np.int64)),
-    })
+    table = pa.table(
+        {
+            "qid": pa.array(np.asarray(qids)),
+            "iter": constant_strings("0", n),
+            "docid": pa.array(np.asarray(docids)),
+            "grade": pa.array(np.asarray(grades, np.int64)),
+        }
+    )
     _write_space_separated(table, path)
     return Path(path).stat().st_size
 
 
 def _write_space_separated(table: pa.Table, path: str | Path) -> None:
-    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none",
-                                 batch_size=1 << 16)
+    options = pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none", batch_size=1 << 16)
     pacsv.write_csv(table, str(path), write_options=options)
 
 
@@ -448,7 +471,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], align: s
     align = align or "l" + "r" * (len(headers) - 1)
 
     def line(row: Sequence[str]) -> str:
-        return "  ".join(c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align)).rstrip()
+        return "  ".join(
+            c.ljust(w) if a == "l" else c.rjust(w) for c, w, a in zip(row, widths, align, strict=False)
+        ).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])

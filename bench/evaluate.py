@@ -58,8 +58,8 @@ from bench._common import (  # noqa: E402
     load_average,
     rss_mb,
     run_worker,
-    total_phases,
     synthetic_run,
+    total_phases,
     write_result,
     write_synthetic_run,
     write_trec_qrels,
@@ -217,9 +217,9 @@ def worker_ours(args: argparse.Namespace) -> dict[str, Any]:
             "queries": run.n_queries,
             "share_docs_in_ties": ties["share_docs_in_ties"],
             "share_queries_with_ties": ties["share_queries_with_ties"],
-            "mean_tied_group": float(
-                np.average(sizes["size"], weights=sizes["documents"] * (sizes["size"] > 1))
-            ) if ties["share_docs_in_ties"] > 0 else 1.0,
+            "mean_tied_group": float(np.average(sizes["size"], weights=sizes["documents"] * (sizes["size"] > 1)))
+            if ties["share_docs_in_ties"] > 0
+            else 1.0,
         },
     }
 
@@ -282,11 +282,13 @@ def worker_ranx(args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="ranx-warmup-") as tmp:
         run_path, qrels_path = Path(tmp) / "run.trec", Path(tmp) / "qrels.trec"
         n_docs = min(20, 10**rw)
-        run_path.write_text("".join(f"{q} Q0 {d:0{rw}d} {d + 1} {10 - d * 0.5} w\n"
-                                    for q in range(20) for d in range(n_docs)))
+        run_path.write_text(
+            "".join(f"{q} Q0 {d:0{rw}d} {d + 1} {10 - d * 0.5} w\n" for q in range(20) for d in range(n_docs))
+        )
         qrels_path.write_text("".join(f"{q} 0 {q % min(7, 10**qw):0{qw}d} {1 + q % 3}\n" for q in range(20)))
-        ranx.evaluate(ranx.Qrels.from_file(str(qrels_path), kind="trec"),
-                      ranx.Run.from_file(str(run_path), kind="trec"), metrics)
+        ranx.evaluate(
+            ranx.Qrels.from_file(str(qrels_path), kind="trec"), ranx.Run.from_file(str(run_path), kind="trec"), metrics
+        )
     numba.set_num_threads(numba.config.NUMBA_NUM_THREADS)
     warmup_seconds = time.perf_counter() - start
     meter = PhaseMeter()
@@ -356,8 +358,17 @@ def agreement(ours: dict[str, Any], pytrec: dict[str, Any]) -> tuple[bool, list[
         worst = max((abs(mine[q] - theirs[q]) for q in shared), default=0.0)
         good = abs(mean_mine - mean_theirs) <= TOLERANCE and len(shared) == len(theirs)
         ok &= good
-        rows.append([f"{ours_name} / {key}", f"{mean_mine:.10f}", f"{mean_theirs:.10f}",
-                     f"{abs(mean_mine - mean_theirs):.1e}", f"{worst:.1e}", str(len(shared)), "OK" if good else "MISMATCH"])
+        rows.append(
+            [
+                f"{ours_name} / {key}",
+                f"{mean_mine:.10f}",
+                f"{mean_theirs:.10f}",
+                f"{abs(mean_mine - mean_theirs):.1e}",
+                f"{worst:.1e}",
+                str(len(shared)),
+                "OK" if good else "MISMATCH",
+            ]
+        )
     return ok, rows
 
 
@@ -365,38 +376,65 @@ def _ratio(a: dict[str, float], b: dict[str, float], key: str) -> float | None:
     return a[key] / b[key] if b.get(key) else None
 
 
-def pair_table(ours: dict[str, Any], pytrec: dict[str, Any] | None, ranx: dict[str, Any] | None,
-               summary: dict[str, Any], repeat: int) -> str:
+def pair_table(
+    ours: dict[str, Any],
+    pytrec: dict[str, Any] | None,
+    ranx: dict[str, Any] | None,
+    summary: dict[str, Any],
+    repeat: int,
+) -> str:
     ph = ours["phases"]
 
     def row(label: str, item: dict[str, float], ref: dict[str, float] | None = None) -> list[str]:
-        return [label, fmt_seconds(item["seconds"]), fmt_seconds(item.get("cpu")), fmt_seconds(item.get("sys")),
-                fmt_ratio(_ratio(item, ref, "seconds")) if ref else "",
-                fmt_ratio(_ratio(item, ref, "cpu")) if ref else "", fmt_mb(item["peak_mb"])]
+        return [
+            label,
+            fmt_seconds(item["seconds"]),
+            fmt_seconds(item.get("cpu")),
+            fmt_seconds(item.get("sys")),
+            fmt_ratio(_ratio(item, ref, "seconds")) if ref else "",
+            fmt_ratio(_ratio(item, ref, "cpu")) if ref else "",
+            fmt_mb(item["peak_mb"]),
+        ]
 
     cold = summary["cold"]
     rows = [
-        [f"RankLens (import {ours['import_seconds']:.2f} s, {fmt_mb(ours['baseline_mb'])} after import: not counted)",
-         "", "", "", "", "", ""],
+        [
+            f"RankLens (import {ours['import_seconds']:.2f} s, {fmt_mb(ours['baseline_mb'])} after import: not counted)",
+            "",
+            "",
+            "",
+            "",
+            "",
+            "",
+        ],
         row("  parse run          core.io.read_runs", ph["parse_run"]),
         row("  parse qrels        core.io.read_qrels", ph["parse_qrels"]),
         row("  8 metrics, trec    (cold: pays sort + join)", ph["eval_trec"]),
         row("  8 metrics, expected", ph["eval_expected"]),
         row("  = END TO END, cold, both policies", cold, cold),
         row("    end to end, cold, trec only", summary["cold_trec"]),
-        row(f"  re-evaluate parsed run, both policies (fresh qrels, join caches cleared; median of {repeat})",
-            summary["reeval"]),
+        row(
+            f"  re-evaluate parsed run, both policies (fresh qrels, join caches cleared; median of {repeat})",
+            summary["reeval"],
+        ),
         row(f"  re-evaluate, fully warm, both policies (median of {repeat})", summary["warm"]),
     ]
     for name, label, peer in (("pytrec", "pytrec_eval", pytrec), ("ranx", "ranx", ranx)):
         if peer is None:
             continue
         s = summary[name]
-        extra = f"; numba warm-up {peer['warmup_seconds']:.1f} s excluded, {peer['threads']} threads" if name == "ranx" else ""
+        extra = (
+            f"; numba warm-up {peer['warmup_seconds']:.1f} s excluded, {peer['threads']} threads"
+            if name == "ranx"
+            else ""
+        )
         rows += [
             [f"{label} (import {peer['import_seconds']:.2f} s not counted{extra})", "", "", "", "", "", ""],
-            row("  load run + qrels" + ("   Python reader -> dicts" if name == "pytrec" else "   Run/Qrels.from_file"),
-                s["load"], summary["parse"]),
+            row(
+                "  load run + qrels" + ("   Python reader -> dicts" if name == "pytrec" else "   Run/Qrels.from_file"),
+                s["load"],
+                summary["parse"],
+            ),
             row("  evaluate (8 measures)", s["evaluate"], ph["eval_trec"]),
             row("  = END TO END", s["total"], cold),
         ]
@@ -441,18 +479,21 @@ def main_bench(args: argparse.Namespace) -> int:
         how = "reused" if manifest.get("reused") else f"generated in {manifest['seconds']:.1f} s"
         print(f"\ndata {how} in {directory}:")
         for kind, (name, decimals) in RUN_FILES.items():
-            print(f"  {name:<20} {fmt_bytes(manifest['sizes'][kind]):>9}  {args.queries * args.docs:,} lines, "
-                  f"{decimals} decimal{'s' if decimals > 1 else ''}")
+            print(
+                f"  {name:<20} {fmt_bytes(manifest['sizes'][kind]):>9}  {args.queries * args.docs:,} lines, "
+                f"{decimals} decimal{'s' if decimals > 1 else ''}"
+            )
         for kind, name in QRELS_FILES.items():
             st = manifest["qrels"][kind]
-            print(f"  {name:<20} {fmt_bytes(manifest['sizes'][kind]):>9}  {st['judged']:.2f} judged, "
-                  f"{st['relevant']:.3f} relevant per query")
+            print(
+                f"  {name:<20} {fmt_bytes(manifest['sizes'][kind]):>9}  {st['judged']:.2f} judged, "
+                f"{st['relevant']:.3f} relevant per query"
+            )
         if args.profile:
             return profile(args, directory)
-        results = []
-        for run_kind in RUN_FILES:
-            for qrels_kind in QRELS_FILES:
-                results.append(bench_pair(args, directory, run_kind, qrels_kind))
+        results = [
+            bench_pair(args, directory, run_kind, qrels_kind) for run_kind in RUN_FILES for qrels_kind in QRELS_FILES
+        ]
         print_summary(args, results)
     finally:
         if tmp is not None:
@@ -463,9 +504,20 @@ def main_bench(args: argparse.Namespace) -> int:
 
 def _worker_args(system: str, directory: Path, run_kind: str, qrels_kind: str, args: argparse.Namespace) -> list[str]:
     widths = json.loads((directory / "manifest.json").read_text())["docid_width"]
-    return ["--worker", system, "--run", str(directory / RUN_FILES[run_kind][0]),
-            "--qrels", str(directory / QRELS_FILES[qrels_kind]), "--repeat", str(args.repeat),
-            "--run-width", str(widths[run_kind]), "--qrels-width", str(widths[qrels_kind])]
+    return [
+        "--worker",
+        system,
+        "--run",
+        str(directory / RUN_FILES[run_kind][0]),
+        "--qrels",
+        str(directory / QRELS_FILES[qrels_kind]),
+        "--repeat",
+        str(args.repeat),
+        "--run-width",
+        str(widths[run_kind]),
+        "--qrels-width",
+        str(widths[qrels_kind]),
+    ]
 
 
 def bench_pair(args: argparse.Namespace, directory: Path, run_kind: str, qrels_kind: str) -> dict[str, Any]:
@@ -477,9 +529,11 @@ def bench_pair(args: argparse.Namespace, directory: Path, run_kind: str, qrels_k
         if run_kind == "float":
             ranx = run_worker(SCRIPT, _worker_args("ranx", directory, run_kind, qrels_kind, args))
     info = ours["run"]
-    print(f"run: {info['rows']:,} rows, {info['queries']:,} queries; {info['share_docs_in_ties']:.1%} of documents "
-          f"in ties ({info['share_queries_with_ties']:.0%} of queries); a tied document's group has "
-          f"{info['mean_tied_group']:.1f} members on average")
+    print(
+        f"run: {info['rows']:,} rows, {info['queries']:,} queries; {info['share_docs_in_ties']:.1%} of documents "
+        f"in ties ({info['share_queries_with_ties']:.0%} of queries); a tied document's group has "
+        f"{info['mean_tied_group']:.1f} members on average"
+    )
     summary = summarise(ours, pytrec, ranx)
     print(pair_table(ours, pytrec, ranx, summary, args.repeat))
     if run_kind != "float" and not args.skip_peers:
@@ -487,16 +541,36 @@ def bench_pair(args: argparse.Namespace, directory: Path, run_kind: str, qrels_k
     ok = None
     if pytrec is not None:
         ok, rows = agreement(ours, pytrec)
-        print(f"\nagreement, RankLens ties=trec vs pytrec_eval (means over shared queries, tolerance {TOLERANCE:g}): "
-              f"{'OK' if ok else 'MISMATCH'}")
-        print(format_table(["metric ours / trec_eval", "RankLens", "pytrec_eval", "|diff| mean", "max |diff| query",
-                            "queries", ""], rows))
+        print(
+            f"\nagreement, RankLens ties=trec vs pytrec_eval (means over shared queries, tolerance {TOLERANCE:g}): "
+            f"{'OK' if ok else 'MISMATCH'}"
+        )
+        print(
+            format_table(
+                [
+                    "metric ours / trec_eval",
+                    "RankLens",
+                    "pytrec_eval",
+                    "|diff| mean",
+                    "max |diff| query",
+                    "queries",
+                    "",
+                ],
+                rows,
+            )
+        )
     ranx_diff = None
     if ranx is not None:
         ranx_diff = max(abs(ours["aggregate"]["trec"][m] - ranx["means"][r]) for m, r in RANX_METRICS.items())
         print(f"ranx vs RankLens trec (information): max |diff| of the 8 means = {ranx_diff:.1e}")
-    return {"pair": f"{run_kind} x {qrels_kind}", "run_kind": run_kind, "summary": summary, "ok": ok,
-            "ranx_diff": ranx_diff, "ours": ours}
+    return {
+        "pair": f"{run_kind} x {qrels_kind}",
+        "run_kind": run_kind,
+        "summary": summary,
+        "ok": ok,
+        "ranx_diff": ranx_diff,
+        "ours": ours,
+    }
 
 
 def print_summary(args: argparse.Namespace, results: list[dict[str, Any]]) -> None:
@@ -514,23 +588,44 @@ def print_summary(args: argparse.Namespace, results: list[dict[str, Any]]) -> No
         for name in ("pytrec", "ranx"):
             if name in s:
                 total = s[name]["total"]
-                cells.append(_verdict(total["seconds"] / cold["seconds"], TARGETS[name], "x", at_least=True,
-                                      cpu=total["cpu"] / cold["cpu"] if cold["cpu"] else None))
+                cells.append(
+                    _verdict(
+                        total["seconds"] / cold["seconds"],
+                        TARGETS[name],
+                        "x",
+                        at_least=True,
+                        cpu=total["cpu"] / cold["cpu"] if cold["cpu"] else None,
+                    )
+                )
             else:
                 cells.append("-")
         cells.append("-" if res["ok"] is None else ("OK" if res["ok"] else "MISMATCH"))
         rows.append(cells)
-    print(format_table(["pair", "cold parse+8x2 <= 3 s", "re-evaluate <= 1 s", "peak < 1,536 MB",
-                        ">= 4x pytrec_eval", ">= 10x ranx", "= pytrec_eval"], rows))
-    print("Notes: each system runs in a fresh worker process; all its phases run in that one process, in order.\n"
-          "wall s = elapsed time; cpu s = user+system CPU of the worker (all threads; less sensitive to other load\n"
-          "on a shared machine, but pyarrow/numba threads add up, so cpu can exceed wall when the machine is idle);\n"
-          "sys s = the system part of cpu s (mostly page faults on freshly allocated memory).\n"
-          "Peak RSS = the worker's resident-memory high-water mark during the phase (kernel VmHWM reset per phase):\n"
-          "it includes the interpreter, libraries and data still held from earlier phases. Files are read from the\n"
-          "page cache (just written). 'vs ours': peer load / our parse, peer evaluate / our cold trec evaluation,\n"
-          "peer end to end / our cold end to end under BOTH policies (pytrec_eval and ranx compute one).\n"
-          "pytrec_eval's recip_rank has no cut-off, so the agreement check compares it with RankLens' mrr.")
+    print(
+        format_table(
+            [
+                "pair",
+                "cold parse+8x2 <= 3 s",
+                "re-evaluate <= 1 s",
+                "peak < 1,536 MB",
+                ">= 4x pytrec_eval",
+                ">= 10x ranx",
+                "= pytrec_eval",
+            ],
+            rows,
+        )
+    )
+    print(
+        "Notes: each system runs in a fresh worker process; all its phases run in that one process, in order.\n"
+        "wall s = elapsed time; cpu s = user+system CPU of the worker (all threads; less sensitive to other load\n"
+        "on a shared machine, but pyarrow/numba threads add up, so cpu can exceed wall when the machine is idle);\n"
+        "sys s = the system part of cpu s (mostly page faults on freshly allocated memory).\n"
+        "Peak RSS = the worker's resident-memory high-water mark during the phase (kernel VmHWM reset per phase):\n"
+        "it includes the interpreter, libraries and data still held from earlier phases. Files are read from the\n"
+        "page cache (just written). 'vs ours': peer load / our parse, peer evaluate / our cold trec evaluation,\n"
+        "peer end to end / our cold end to end under BOTH policies (pytrec_eval and ranx compute one).\n"
+        "pytrec_eval's recip_rank has no cut-off, so the agreement check compares it with RankLens' mrr."
+    )
 
 
 def _verdict(value: float, target: float, unit: str, at_least: bool = False, cpu: float | None = None) -> str:
@@ -546,17 +641,31 @@ def profile(args: argparse.Namespace, directory: Path) -> int:
         qrels_kind = "binary"
         with tempfile.TemporaryDirectory(prefix="bench-profile-") as tmp:
             out = str(Path(tmp) / "profile.pstats")
-            res = run_worker(SCRIPT, [*_worker_args("ours", directory, run_kind, qrels_kind, args), "--profile-out", out,
-                                      "--profile-clock", args.profile_clock])
-            phases = ", ".join(f"{k} {v['seconds']:.2f} s wall / {v['cpu']:.2f} s cpu" for k, v in res["phases"].items())
-            print(f"\n=== profile ({args.profile_clock} clock): {run_kind} run x {qrels_kind} qrels ({load_average()}) ===")
+            res = run_worker(
+                SCRIPT,
+                [
+                    *_worker_args("ours", directory, run_kind, qrels_kind, args),
+                    "--profile-out",
+                    out,
+                    "--profile-clock",
+                    args.profile_clock,
+                ],
+            )
+            phases = ", ".join(
+                f"{k} {v['seconds']:.2f} s wall / {v['cpu']:.2f} s cpu" for k, v in res["phases"].items()
+            )
+            print(
+                f"\n=== profile ({args.profile_clock} clock): {run_kind} run x {qrels_kind} qrels ({load_average()}) ==="
+            )
             print(f"under cProfile: {phases}")
             print_profile(out, args.top)
     return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--queries", type=int, default=6980, help="queries per run (default: MS MARCO dev, 6,980)")
     parser.add_argument("--docs", type=int, default=1000, help="documents per query (default 1,000)")
     parser.add_argument("--seed", type=int, default=SEED)
@@ -565,8 +674,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of the re-evaluation timings")
     parser.add_argument("--profile", action="store_true", help="instead of the table, cProfile RankLens' cold path")
     parser.add_argument("--top", type=int, default=25, help="rows of the profile to print")
-    parser.add_argument("--profile-clock", choices=("cpu", "wall"), default="cpu",
-                        help="cProfile timer: process CPU time (default; robust on a busy machine) or wall")
+    parser.add_argument(
+        "--profile-clock",
+        choices=("cpu", "wall"),
+        default="cpu",
+        help="cProfile timer: process CPU time (default; robust on a busy machine) or wall",
+    )
     # worker mode (internal)
     parser.add_argument("--worker", choices=sorted(WORKERS), help=argparse.SUPPRESS)
     parser.add_argument("--run", help=argparse.SUPPRESS)

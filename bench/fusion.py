@@ -31,8 +31,16 @@ sys.path.insert(0, str(ROOT))
 N_RUNS = 5
 POOL = 2000
 CASES = (("rrf", None, "rrf", None), ("combmnz", "minmax", "mnz", "min-max"))
-OTHER_CASES = (("isr", None), ("borda", None), ("combsum", "minmax"), ("combanz", "zscore"), ("combmax", "minmax"),
-               ("combmin", "sum"), ("combmed", "minmax"), ("wsum", "rank"))
+OTHER_CASES = (
+    ("isr", None),
+    ("borda", None),
+    ("combsum", "minmax"),
+    ("combanz", "zscore"),
+    ("combmax", "minmax"),
+    ("combmin", "sum"),
+    ("combmed", "minmax"),
+    ("wsum", "rank"),
+)
 
 
 def generate(folder: Path, n_queries: int, depth: int, seed: int = 7) -> list[Path]:
@@ -52,14 +60,16 @@ def generate(folder: Path, n_queries: int, depth: int, seed: int = 7) -> list[Pa
         order = np.argsort(-noisy[rows, top], axis=1)
         top = top[rows, order]
         scores = noisy[rows, top] * 3.0 + 20.0
-        table = pa.table({
-            "qid": pa.array(qids),
-            "q0": pa.array(np.full(len(qids), "Q0")),
-            "docid": pa.array((base[:, None] + top).ravel().astype(str)),
-            "rank": np.tile(np.arange(1, depth + 1), n_queries),
-            "score": np.round(scores.ravel(), 6),
-            "tag": pa.array(np.full(len(qids), f"run{r}")),
-        })
+        table = pa.table(
+            {
+                "qid": pa.array(qids),
+                "q0": pa.array(np.full(len(qids), "Q0")),
+                "docid": pa.array((base[:, None] + top).ravel().astype(str)),
+                "rank": np.tile(np.arange(1, depth + 1), n_queries),
+                "score": np.round(scores.ravel(), 6),
+                "tag": pa.array(np.full(len(qids), f"run{r}")),
+            }
+        )
         path = folder / f"run{r}.trec"
         pacsv.write_csv(table, path, pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
         paths.append(path)
@@ -79,8 +89,13 @@ def child(kind: str, method: str, norm: str | None, paths: list[str]) -> dict:
         t1 = time.perf_counter()
         fused = ranx.fuse(runs, norm=norm, method=method)
         t2 = time.perf_counter()
-        return {"load": t1 - t0, "fuse": t2 - t1, "total": t2 - t0, "rows": sum(len(v) for v in fused.run.values()),
-                "peak_mb": _peak_mb()}
+        return {
+            "load": t1 - t0,
+            "fuse": t2 - t1,
+            "total": t2 - t0,
+            "rows": sum(len(v) for v in fused.run.values()),
+            "peak_mb": _peak_mb(),
+        }
     from core.fusion import fuse
     from core.io import read_runs
 
@@ -94,8 +109,9 @@ def child(kind: str, method: str, norm: str | None, paths: list[str]) -> dict:
 
 def measure(kind: str, method: str, norm: str | None, paths: list[Path]) -> dict:
     cmd = [sys.executable, __file__, "--child", json.dumps([kind, method, norm, [str(p) for p in paths]])]
-    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=ROOT,
-                         env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    out = subprocess.run(
+        cmd, capture_output=True, text=True, check=True, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -115,10 +131,14 @@ def main() -> None:
         t = time.perf_counter()
         paths = generate(Path(tmp), args.queries, args.depth)
         size = sum(p.stat().st_size for p in paths) / 2**20
-        print(f"{N_RUNS} runs x {args.queries:,} queries x {args.depth:,} documents "
-              f"({size:,.0f} MB of TREC, generated in {time.perf_counter() - t:.1f} s)\n")
-        header = (f"{'method':<16}{'ours fuse s':>12}{'ours e2e s':>12}{'ranx fuse s':>12}{'ranx e2e s':>12}"
-                  f"{'fuse ratio':>11}{'e2e ratio':>11}{'ours MB':>9}{'ranx MB':>9}{'fused rows':>12}")
+        print(
+            f"{N_RUNS} runs x {args.queries:,} queries x {args.depth:,} documents "
+            f"({size:,.0f} MB of TREC, generated in {time.perf_counter() - t:.1f} s)\n"
+        )
+        header = (
+            f"{'method':<16}{'ours fuse s':>12}{'ours e2e s':>12}{'ranx fuse s':>12}{'ranx e2e s':>12}"
+            f"{'fuse ratio':>11}{'e2e ratio':>11}{'ours MB':>9}{'ranx MB':>9}{'fused rows':>12}"
+        )
         print(header)
         print("-" * len(header))
         cases = list(CASES) + ([(m, n, None, None) for m, n in OTHER_CASES] if args.all_methods else [])
@@ -127,15 +147,21 @@ def main() -> None:
             theirs = None if args.skip_ranx or ranx_method is None else measure("ranx", ranx_method, ranx_norm, paths)
             label = ours_method + (f"+{ours_norm}" if ours_norm else "")
             if theirs:
-                print(f"{label:<16}{ours['fuse']:>12.2f}{ours['total']:>12.2f}{theirs['fuse']:>12.2f}"
-                      f"{theirs['total']:>12.2f}{theirs['fuse'] / ours['fuse']:>10.1f}x"
-                      f"{theirs['total'] / ours['total']:>10.1f}x{ours['peak_mb']:>9.0f}{theirs['peak_mb']:>9.0f}"
-                      f"{ours['rows']:>12,}")
+                print(
+                    f"{label:<16}{ours['fuse']:>12.2f}{ours['total']:>12.2f}{theirs['fuse']:>12.2f}"
+                    f"{theirs['total']:>12.2f}{theirs['fuse'] / ours['fuse']:>10.1f}x"
+                    f"{theirs['total'] / ours['total']:>10.1f}x{ours['peak_mb']:>9.0f}{theirs['peak_mb']:>9.0f}"
+                    f"{ours['rows']:>12,}"
+                )
             else:
-                print(f"{label:<16}{ours['fuse']:>12.2f}{ours['total']:>12.2f}{'-':>12}{'-':>12}{'-':>11}{'-':>11}"
-                      f"{ours['peak_mb']:>9.0f}{'-':>9}{ours['rows']:>12,}")
-        print("\nratio = ranx time / RankLens time (higher is better for RankLens); "
-              "e2e = load the five TREC files + fuse; MB = peak RSS of the measuring process.")
+                print(
+                    f"{label:<16}{ours['fuse']:>12.2f}{ours['total']:>12.2f}{'-':>12}{'-':>12}{'-':>11}{'-':>11}"
+                    f"{ours['peak_mb']:>9.0f}{'-':>9}{ours['rows']:>12,}"
+                )
+        print(
+            "\nratio = ranx time / RankLens time (higher is better for RankLens); "
+            "e2e = load the five TREC files + fuse; MB = peak RSS of the measuring process."
+        )
 
 
 if __name__ == "__main__":

@@ -26,8 +26,8 @@ from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from core import bt  # noqa: E402
-from core.demo.arena import simulate_votes, true_strengths  # noqa: E402
+from core import bt
+from core.demo.arena import simulate_votes, true_strengths
 
 
 def fastchat_style_rows(votes):
@@ -38,7 +38,10 @@ def fastchat_style_rows(votes):
     return uniq[:, :2], uniq[:, 2] / 2.0, counts.astype(np.float64), len(models)
 
 
-def lbfgs_fit(ab, y, w, m, alpha=math.log(10.0)):
+LN10 = math.log(10.0)
+
+
+def lbfgs_fit(ab, y, w, m, alpha=LN10):
     def f(r):
         p = expit(alpha * (r[ab[:, 0]] - r[ab[:, 1]]))
         loss = -((np.log(p) * y + np.log1p(-p) * (1 - y)) * w).sum()
@@ -77,8 +80,10 @@ def run_case(label, m, n, seed, seq_rounds):
     per_round = t_seq / seq_rounds
     ties = agg.counts[:, 1].sum() / agg.total
     print(f"\n## {label}: {m} models, {n:,} votes, {ties:.1%} ties, {len(agg.pairs):,} pairs")
-    print(f"point fit: {f.iterations} Newton steps, grad norm {f.grad_norm:.1e}; "
-          f"FastChat-style L-BFGS differs by up to {gap:.3f} rating points")
+    print(
+        f"point fit: {f.iterations} Newton steps, grad norm {f.grad_norm:.1e}; "
+        f"FastChat-style L-BFGS differs by up to {gap:.3f} rating points"
+    )
     print(f"bootstrap rounds not converged: {r100.rounds_not_converged + r1000.rounds_not_converged}")
     rows = [
         ("aggregation", t_agg, None),

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
@@ -51,8 +52,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "rerank"))
 
-FILLER = ("This passage discusses retrieval, ranking and evaluation of search systems in some detail, "
-          "with enough words to look like a real candidate document from a first-stage retriever. ")
+FILLER = (
+    "This passage discusses retrieval, ranking and evaluation of search systems in some detail, "
+    "with enough words to look like a real candidate document from a first-stage retriever. "
+)
 
 
 # ---- the server process -----------------------------------------------------------------------
@@ -97,8 +100,12 @@ class ServerProcess:
     """The fake server in a child process; `server_time` reads its accumulated handling time."""
 
     def __init__(self, delay: float) -> None:
-        self.proc = subprocess.Popen([sys.executable, str(Path(__file__).resolve()), "--serve", repr(delay)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), "--serve", repr(delay)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         self.base_url = self.proc.stdout.readline().strip()
         if not self.base_url.startswith("http"):
             raise RuntimeError("the benchmark server did not start")
@@ -135,8 +142,14 @@ def candidates(n_queries: int, n_docs: int, seed: int = 0) -> Any:
     qs = []
     for q in range(n_queries):
         scores = rng.sample(range(10 * n_docs), n_docs)
-        qs.append(QueryCandidates(f"q{q}", f"benchmark query {q}", tuple(f"d{q}-{i}" for i in range(n_docs)),
-                                  tuple(f"[{i}] score={s}. {FILLER * 2}" for i, s in enumerate(scores))))
+        qs.append(
+            QueryCandidates(
+                f"q{q}",
+                f"benchmark query {q}",
+                tuple(f"d{q}-{i}" for i in range(n_docs)),
+                tuple(f"[{i}] score={s}. {FILLER * 2}" for i, s in enumerate(scores)),
+            )
+        )
     return CandidateSet(tuple(qs), "bench")
 
 
@@ -145,8 +158,9 @@ def provider(url: str, cache_dir: str | None = None) -> Any:
     from core.rerank.openai_provider import OpenAIProvider
 
     cache = ReplyCache(cache_dir, enabled=True) if cache_dir else ReplyCache("/nonexistent", enabled=False)
-    return OpenAIProvider(model="bench", api_key="sk-bench", base_url=url, timeout=30.0,
-                          retry=RetryPolicy(max_retries=0), cache=cache)
+    return OpenAIProvider(
+        model="bench", api_key="sk-bench", base_url=url, timeout=30.0, retry=RetryPolicy(max_retries=0), cache=cache
+    )
 
 
 def load() -> str:
@@ -158,10 +172,18 @@ class _Capture:
     """A raw HTTP/1.1 server on 127.0.0.1 that records request bytes and answers one fixed
     chat completion."""
 
-    REPLY = json.dumps({"id": "c", "object": "chat.completion", "created": 0, "model": "m",
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": '{"winner": "A"}'}}],
-                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}).encode()
+    REPLY = json.dumps(
+        {
+            "id": "c",
+            "object": "chat.completion",
+            "created": 0,
+            "model": "m",
+            "choices": [
+                {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": '{"winner": "A"}'}}
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+    ).encode()
 
     def __init__(self) -> None:
         self.requests: list[bytes] = []
@@ -187,14 +209,24 @@ class _Capture:
                 buf += data
                 while b"\r\n\r\n" in buf:
                     head, rest = buf.split(b"\r\n\r\n", 1)
-                    length = next((int(h.split(b":", 1)[1]) for h in head.split(b"\r\n")
-                                   if h.lower().startswith(b"content-length:")), 0)
+                    length = next(
+                        (
+                            int(h.split(b":", 1)[1])
+                            for h in head.split(b"\r\n")
+                            if h.lower().startswith(b"content-length:")
+                        ),
+                        0,
+                    )
                     if len(rest) < length:
                         break
                     self.requests.append(head + b"\r\n\r\n" + rest[:length])
                     buf = rest[length:]
-                    conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
-                                 + str(len(self.REPLY)).encode() + b"\r\n\r\n" + self.REPLY)
+                    conn.sendall(
+                        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+                        + str(len(self.REPLY)).encode()
+                        + b"\r\n\r\n"
+                        + self.REPLY
+                    )
 
 
 def check_wire() -> list[str]:
@@ -204,16 +236,28 @@ def check_wire() -> list[str]:
     from core.rerank.prompts import build_messages
 
     cap = _Capture()
-    messages = build_messages("compare", "caf\u00e9 \"query\"", ["passage A\nline", "passage B \u2013 \u00fc"])
+    messages = build_messages("compare", 'caf\u00e9 "query"', ["passage A\nline", "passage B \u2013 \u00fc"])
     checked = []
     for azure in (False, True):
         for json_mode, max_tokens in ((True, None), (False, 64)):
             if azure:
-                p = OpenAIProvider(api_key="sk-wire", azure_endpoint=f"http://127.0.0.1:{cap.port}",
-                                   azure_deployment="dep", json_mode=json_mode, max_tokens=max_tokens, timeout=5)
+                p = OpenAIProvider(
+                    api_key="sk-wire",
+                    azure_endpoint=f"http://127.0.0.1:{cap.port}",
+                    azure_deployment="dep",
+                    json_mode=json_mode,
+                    max_tokens=max_tokens,
+                    timeout=5,
+                )
             else:
-                p = OpenAIProvider(model="m", api_key="sk-wire", base_url=f"http://127.0.0.1:{cap.port}/v1",
-                                   json_mode=json_mode, max_tokens=max_tokens, timeout=5)
+                p = OpenAIProvider(
+                    model="m",
+                    api_key="sk-wire",
+                    base_url=f"http://127.0.0.1:{cap.port}/v1",
+                    json_mode=json_mode,
+                    max_tokens=max_tokens,
+                    timeout=5,
+                )
             kw: dict[str, Any] = dict(model=p.model, messages=messages, temperature=p.temperature)
             if json_mode:
                 kw["response_format"] = {"type": "json_object"}
@@ -286,10 +330,12 @@ def overhead(reps: int, n_queries: int) -> Any:
             for strategy, cs, params in plans:
                 for mode, fn in modes:
                     samples.setdefault((mode, strategy), []).append(
-                        _timed(srv, lambda: fn(srv.base_url, strategy, cs, params)))
+                        _timed(srv, functools.partial(fn, srv.base_url, strategy, cs, params))
+                    )
             with tempfile.TemporaryDirectory() as tmp:  # the disk cache on: a cold run (key, miss, write)
                 samples.setdefault(("sync + disk cache (cold)", "rankgpt"), []).append(
-                    _timed(srv, lambda: sync_run(srv.base_url, "rankgpt", cands, {}, tmp)))
+                    _timed(srv, lambda: sync_run(srv.base_url, "rankgpt", cands, {}, tmp))
+                )
     rows = []
     for (mode, strategy), runs in samples.items():
         calls = runs[0][3]
@@ -297,14 +343,19 @@ def overhead(reps: int, n_queries: int) -> Any:
         cpu = [u / c * 1000 for _, _, u, c in runs]
         wall = [w / c * 1000 for w, _, _, c in runs]
         overlap = mode == "async c=8"
-        rows.append({
-            "path": mode, "strategy": strategy, "calls": calls,
-            "wall_ms/call": round(statistics.median(wall), 3),
-            "server_ms/call": round(statistics.median([b / c * 1000 for _, b, _, c in runs]), 3),
-            "overhead_ms/call (wall-server)": "n/a (overlap)" if overlap else
-            f"{statistics.median(outside):.3f} ({min(outside):.3f})",
-            "client_cpu_ms/call": f"{statistics.median(cpu):.3f} ({min(cpu):.3f})",
-        })
+        rows.append(
+            {
+                "path": mode,
+                "strategy": strategy,
+                "calls": calls,
+                "wall_ms/call": round(statistics.median(wall), 3),
+                "server_ms/call": round(statistics.median([b / c * 1000 for _, b, _, c in runs]), 3),
+                "overhead_ms/call (wall-server)": "n/a (overlap)"
+                if overlap
+                else f"{statistics.median(outside):.3f} ({min(outside):.3f})",
+                "client_cpu_ms/call": f"{statistics.median(cpu):.3f} ({min(cpu):.3f})",
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -323,20 +374,29 @@ def wall_table(configs: list[tuple[str, int, int, dict[str, Any], tuple[int, ...
             for c in concs:
                 srv.reset()
                 c0, t0 = time.process_time(), time.perf_counter()
-                res = rerank_candidates(cands, strategy, provider(srv.base_url), params=params, concurrency=c,
-                                        max_chars=None)
+                res = rerank_candidates(
+                    cands, strategy, provider(srv.base_url), params=params, concurrency=c, max_chars=None
+                )
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
                 busy, n_req = srv.server_time()
                 assert not res.errors, res.errors
                 assert res.usage["calls"] == calls == n_req, (res.usage["calls"], calls, n_req)
                 ideal = max(calls * delay / c, depth * delay)
-                rows.append({"strategy": strategy + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})"
-                                                     if params else ""),
-                             "queries x docs": f"{nq} x {nd}", "calls": calls, "depth/query": depth,
-                             "concurrency": c, "wall_s": round(wall, 2), "ideal_s": round(ideal, 2),
-                             "wall/ideal": round(wall / ideal, 3),
-                             "client_cpu_ms/call": round(cpu / calls * 1000, 3),
-                             "server_ms/call": round(busy / calls * 1000, 3)})
+                rows.append(
+                    {
+                        "strategy": strategy
+                        + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else ""),
+                        "queries x docs": f"{nq} x {nd}",
+                        "calls": calls,
+                        "depth/query": depth,
+                        "concurrency": c,
+                        "wall_s": round(wall, 2),
+                        "ideal_s": round(ideal, 2),
+                        "wall/ideal": round(wall / ideal, 3),
+                        "client_cpu_ms/call": round(cpu / calls * 1000, 3),
+                        "server_ms/call": round(busy / calls * 1000, 3),
+                    }
+                )
                 print(f"  {rows[-1]}  [{load()}]", flush=True)
     return pd.DataFrame(rows)
 
@@ -363,22 +423,32 @@ def main() -> int:
     if args.only in (None, "overhead"):
         t0 = time.perf_counter()
         table = overhead(args.reps, args.overhead_queries)
-        print(f"\nClient overhead per call outside the server (delay 0; median of {args.reps}, min in brackets; "
-              f"{time.perf_counter() - t0:.0f} s; {load()})")
+        print(
+            f"\nClient overhead per call outside the server (delay 0; median of {args.reps}, min in brackets; "
+            f"{time.perf_counter() - t0:.0f} s; {load()})"
+        )
         print(table.to_string(index=False), flush=True)
 
     if args.only in (None, "wall"):
         if args.full:
-            configs = [("rankgpt", 100, 100, {}, (1, 8, 32)), ("tourrank", 100, 100, {}, (1, 8, 32)),
-                       ("prp", 100, 100, {"passes": 1}, (8, 32))]
+            configs = [
+                ("rankgpt", 100, 100, {}, (1, 8, 32)),
+                ("tourrank", 100, 100, {}, (1, 8, 32)),
+                ("prp", 100, 100, {"passes": 1}, (8, 32)),
+            ]
         else:
-            configs = [("rankgpt", 20, 100, {}, (1, 8, 32)), ("tourrank", 10, 100, {}, (1, 8, 32)),
-                       ("prp", 4, 20, {"passes": 1}, (1, 8, 32))]
+            configs = [
+                ("rankgpt", 20, 100, {}, (1, 8, 32)),
+                ("tourrank", 10, 100, {}, (1, 8, 32)),
+                ("prp", 4, 20, {"passes": 1}, (1, 8, 32)),
+            ]
         print(f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms):", flush=True)
         t0 = time.perf_counter()
         table = wall_table(configs, args.delay)
-        print(f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms; "
-              f"{time.perf_counter() - t0:.0f} s; end: {load()})")
+        print(
+            f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms; "
+            f"{time.perf_counter() - t0:.0f} s; end: {load()})"
+        )
         print(table.to_string(index=False))
     return 0
 

@@ -57,12 +57,14 @@ def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
     """Per-question ``em``, ``f1`` and ``set_f1`` (max over references) for a frame with
     columns qid, prediction, references (list of strings)."""
     rows = []
-    for qid, pred, refs in zip(answers["qid"], answers["prediction"], answers["references"]):
+    for qid, pred, refs in zip(answers["qid"], answers["prediction"], answers["references"], strict=False):
         refs = list(refs) or [""]
-        rows.append({
-            "qid": qid,
-            "em": max(exact_match(pred, r) for r in refs),
-            "f1": max(token_f1(pred, r) for r in refs),
-            "set_f1": max(set_f1(pred, r) for r in refs),
-        })
+        rows.append(
+            {
+                "qid": qid,
+                "em": max(exact_match(pred, r) for r in refs),
+                "f1": max(token_f1(pred, r) for r in refs),
+                "set_f1": max(set_f1(pred, r) for r in refs),
+            }
+        )
     return pd.DataFrame(rows, columns=["qid", "em", "f1", "set_f1"])

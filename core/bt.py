@@ -29,8 +29,9 @@ intervals. BLAS threads are pinned to one with threadpoolctl on these paths.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -88,8 +89,7 @@ class Aggregated:
 def decay_weights(votes: Votes, half_life_days: float, now: pd.Timestamp | None = None) -> np.ndarray:
     """``0.5 ** (age_days / half_life_days)``, age relative to ``now`` (default: latest vote)."""
     if "timestamp" not in votes.columns:
-        raise DataError("temporal decay needs a timestamp column", file=votes.source,
-                        expected="a timestamp per vote")
+        raise DataError("temporal decay needs a timestamp column", file=votes.source, expected="a timestamp per vote")
     if not half_life_days > 0:
         raise DataError(f"half-life {half_life_days!r} must be positive", expected="a half-life in days > 0")
     ts = votes.table["timestamp"].cast("int64").to_numpy(zero_copy_only=False).astype(np.float64) / 1e6
@@ -133,8 +133,7 @@ def aggregate(votes: Votes, *, half_life_days: float | None = None, now: pd.Time
         wc = raw if unit else np.bincount(cell, w, minlength=q * 3).reshape(q, 3)
         w2 = raw if unit else np.bincount(cell, w * w, minlength=q * 3).reshape(q, 3)
     pairs = np.column_stack([keys // m, keys % m]).astype(np.int64)
-    return Aggregated(list(models), pairs, wc.copy() if wc is raw else wc, w2.copy() if w2 is raw else w2,
-                      raw, int(len(a)))
+    return Aggregated(list(models), pairs, wc.copy() if wc is raw else wc, w2.copy() if w2 is raw else w2, raw, len(a))
 
 
 # ---- graph structure ---------------------------------------------------------------------
@@ -328,8 +327,9 @@ def _armijo(prob: _Problem, x, c, loss, g, step, max_halvings: int = 40):
     return new_x
 
 
-def _newton(prob: _Problem, x: np.ndarray, c: np.ndarray, total: np.ndarray, gauge: np.ndarray,
-            tol: float, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _newton(
+    prob: _Problem, x: np.ndarray, c: np.ndarray, total: np.ndarray, gauge: np.ndarray, tol: float, max_iter: int = 100
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Exact batched Newton with line search. Returns (x, iterations, final grad norm)."""
     x = x.copy()
     iters = np.zeros(x.shape[0], np.int64)
@@ -372,8 +372,9 @@ class Fit:
     x: np.ndarray  # full parameter vector (s[, theta])
 
 
-def fit(agg: Aggregated, *, ties: str = "half", l2: float = 0.0, tol: float = TOL,
-        comp: np.ndarray | None = None) -> Fit:
+def fit(
+    agg: Aggregated, *, ties: str = "half", l2: float = 0.0, tol: float = TOL, comp: np.ndarray | None = None
+) -> Fit:
     """Fully converged Bradley-Terry (or Davidson) fit of aggregated votes."""
     if ties not in ("half", "davidson"):
         raise ValueError(f"unknown tie model {ties!r}; expected half or davidson")
@@ -391,8 +392,18 @@ def fit(agg: Aggregated, *, ties: str = "half", l2: float = 0.0, tol: float = TO
         x, iters, gn = _newton(prob, x0, agg.counts[None], np.array([max(agg.total, 1e-300)]), gauge, tol)
         _, _, h = prob.derivs(x, agg.counts[None])
     x = x[0]
-    return Fit(agg.models, x[:m].copy(), float(x[m]) if ties == "davidson" else None, ties, l2, comp,
-               int(iters[0]), float(gn[0]), h[0], x)
+    return Fit(
+        agg.models,
+        x[:m].copy(),
+        float(x[m]) if ties == "davidson" else None,
+        ties,
+        l2,
+        comp,
+        int(iters[0]),
+        float(gn[0]),
+        h[0],
+        x,
+    )
 
 
 def to_ratings(s: np.ndarray, *, scale: float = 400.0, base: float = 10.0, init: float = 1000.0) -> np.ndarray:
@@ -443,9 +454,17 @@ class BootstrapResult:
     seconds: float = 0.0
 
 
-def bootstrap(agg: Aggregated, f: Fit, rounds: int = 1000, *, seed: int = 0, tol: float = TOL,
-              progress: Callable[[int, int], None] | None = None, chunk: int | None = None,
-              chord_iters: int = 12) -> BootstrapResult:
+def bootstrap(
+    agg: Aggregated,
+    f: Fit,
+    rounds: int = 1000,
+    *,
+    seed: int = 0,
+    tol: float = TOL,
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int | None = None,
+    chord_iters: int = 12,
+) -> BootstrapResult:
     """Multinomial bootstrap of the outcome cells, all rounds fitted as batched (B x M) blocks.
 
     Each block: sample counts ~ Multinomial(n_votes, counts / total) (rescaled to the total
@@ -503,7 +522,7 @@ def bootstrap(agg: Aggregated, f: Fit, rounds: int = 1000, *, seed: int = 0, tol
                 xs, _, gns = _newton(prob, x[todo], c[todo], total[todo], gauge, tol, max_iter=60)
                 x[todo] = xs
                 bad += int((~(gns <= tol)).sum())
-            samples[done: done + bsz] = x[:, :m]
+            samples[done : done + bsz] = x[:, :m]
             done += bsz
             if progress is not None:
                 progress(done, rounds)
@@ -550,7 +569,7 @@ class Leaderboard:
         """The design's JSON rows: rank, rank_ub, model, rating, ci_low, ci_high, votes, wins, ties, losses."""
         out = []
         for row in self.table[TABLE_COLUMNS].itertuples(index=False):
-            rec = dict(zip(TABLE_COLUMNS, row))
+            rec = dict(zip(TABLE_COLUMNS, row, strict=False))
             for k in ("rank", "rank_ub", "votes", "wins", "ties", "losses"):
                 rec[k] = int(rec[k])
             for k in ("rating", "ci_low", "ci_high"):
@@ -561,7 +580,7 @@ class Leaderboard:
 
 
 def _empty(diags: list[Diagnostic], intervals: str, ci: float) -> Leaderboard:
-    cols = TABLE_COLUMNS + ["component", "provisional"]
+    cols = [*TABLE_COLUMNS, "component", "provisional"]
     return Leaderboard(pd.DataFrame(columns=cols), diags, intervals, ci)
 
 
@@ -570,7 +589,9 @@ def _names(models: list[str], limit: int = 8) -> str:
     return shown + (f" and {len(models) - limit} more" if len(models) > limit else "")
 
 
-def rank_with_ub(ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, comp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def rank_with_ub(
+    ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, comp: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Rank (1 + models strictly above) and the arena's rank upper bound (1 + models whose
     lower bound exceeds this model's upper bound), within each component."""
     same = comp[:, None] == comp[None, :]
@@ -615,20 +636,26 @@ def leaderboard(
     anchor_idx = None
     if anchor:
         if anchor not in models:
-            raise DataError(f"anchor model {anchor!r} is not in the votes", file=votes.source,
-                            expected=f"one of {_names(sorted(models))}")
+            raise DataError(
+                f"anchor model {anchor!r} is not in the votes",
+                file=votes.source,
+                expected=f"one of {_names(sorted(models))}",
+            )
         anchor_idx = models.index(anchor)
     counts = agg.model_counts()
     comp = components(agg)
     n_comp = int(comp.max()) + 1
     if n_comp > 1:
         sizes = np.bincount(comp)
-        diags.append(Diagnostic(
-            "warning", "components",
-            f"The comparison graph has {n_comp} disconnected groups of models (sizes "
-            f"{', '.join(str(int(s)) for s in sizes)}): ratings are not comparable across groups. "
-            "Each group is rated separately (centred on the initial rating) and ranked within itself.",
-        ))
+        diags.append(
+            Diagnostic(
+                "warning",
+                "components",
+                f"The comparison graph has {n_comp} disconnected groups of models (sizes "
+                f"{', '.join(str(int(s)) for s in sizes)}): ratings are not comparable across groups. "
+                "Each group is rated separately (centred on the initial rating) and ranked within itself.",
+            )
+        )
     tie_share = agg.counts[:, 1].sum() / agg.total
     all_ties = tie_share >= 1.0 - 1e-12
     wins, losses, tie_n = counts["wins"].to_numpy(), counts["losses"].to_numpy(), counts["ties"].to_numpy()
@@ -649,32 +676,50 @@ def leaderboard(
             how = f"a small L2 penalty ({AUTO_L2}) was applied so they get finite, very uncertain ratings"
         else:
             how = f"the L2 penalty ({l2}) keeps their ratings finite"
-        diags.append(Diagnostic(
-            "warning", "unbounded",
-            f"Maximum likelihood ratings do not exist ({detail}): without regularisation they run off "
-            f"to infinity; {how}. Treat them as bounds, not estimates.",
-            tuple(undefeated + winless),
-        ))
+        diags.append(
+            Diagnostic(
+                "warning",
+                "unbounded",
+                f"Maximum likelihood ratings do not exist ({detail}): without regularisation they run off "
+                f"to infinity; {how}. Treat them as bounds, not estimates.",
+                tuple(undefeated + winless),
+            )
+        )
     tie_model = ties
     if ties == "davidson" and (tie_share <= 0 or all_ties):
         tie_model = "half"
-        diags.append(Diagnostic("info", "davidson_fallback",
-                                "The Davidson tie model needs both ties and decisive votes; "
-                                "fitted with ties as half a win instead (identical here)."))
+        diags.append(
+            Diagnostic(
+                "info",
+                "davidson_fallback",
+                "The Davidson tie model needs both ties and decisive votes; "
+                "fitted with ties as half a win instead (identical here).",
+            )
+        )
     if all_ties:
         f = Fit(models, np.zeros(m), None, "half", used_l2, comp, 0, 0.0, np.zeros((m, m)), np.zeros(m))
     else:
         f = fit(agg, ties=tie_model, l2=used_l2, tol=tol, comp=comp)
         if not f.grad_norm <= tol:
-            diags.append(Diagnostic("warning", "not_converged",
-                                    f"The fit stopped with gradient norm {f.grad_norm:.2e} > {tol:g}."))
+            diags.append(
+                Diagnostic(
+                    "warning", "not_converged", f"The fit stopped with gradient norm {f.grad_norm:.2e} > {tol:g}."
+                )
+            )
     factor = scale / math.log(base)
     ratings = _anchor_shift(to_ratings(f.s, scale=scale, base=base, init=init), comp, anchor_idx, anchor_rating)
     samples_df = None
     lo = hi = np.full(m, np.nan)
-    info: dict[str, Any] = {"iterations": f.iterations, "grad_norm": f.grad_norm, "l2": used_l2,
-                            "ties": tie_model, "n_votes": agg.n_votes, "n_models": m,
-                            "n_components": n_comp, "tie_share": float(tie_share)}
+    info: dict[str, Any] = {
+        "iterations": f.iterations,
+        "grad_norm": f.grad_norm,
+        "l2": used_l2,
+        "ties": tie_model,
+        "n_votes": agg.n_votes,
+        "n_models": m,
+        "n_components": n_comp,
+        "tie_share": float(tie_share),
+    }
     if f.theta is not None:
         info["davidson_nu"] = math.exp(f.theta)
     if intervals == "sandwich":
@@ -691,48 +736,79 @@ def leaderboard(
             res = BootstrapResult(draws, 0)
         else:
             res = bootstrap(agg, f, bootstrap_rounds, seed=seed, tol=tol, progress=progress)
-        boot = _anchor_shift(to_ratings(res.samples, scale=scale, base=base, init=init), comp, anchor_idx,
-                             anchor_rating)
+        boot = _anchor_shift(
+            to_ratings(res.samples, scale=scale, base=base, init=init), comp, anchor_idx, anchor_rating
+        )
         q = (1 - ci) / 2
         lo, hi = np.quantile(boot, q, axis=0), np.quantile(boot, 1 - q, axis=0)
         samples_df = pd.DataFrame(boot, columns=models)
         info["bootstrap_seconds"] = res.seconds
         info["bootstrap_rounds"] = bootstrap_rounds
         if res.rounds_not_converged:
-            diags.append(Diagnostic(
-                "warning", "bootstrap_unbounded",
-                f"{res.rounds_not_converged} of {bootstrap_rounds} bootstrap rounds did not converge "
-                "(a resample left some model without wins or losses); their ratings are large finite values.",
-            ))
+            diags.append(
+                Diagnostic(
+                    "warning",
+                    "bootstrap_unbounded",
+                    f"{res.rounds_not_converged} of {bootstrap_rounds} bootstrap rounds did not converge "
+                    "(a resample left some model without wins or losses); their ratings are large finite values.",
+                )
+            )
     provisional = counts["votes"].to_numpy() < provisional_votes
     listed = counts["votes"].to_numpy() >= min_votes
     if (provisional & listed).any():
         names = [models[k] for k in np.flatnonzero(provisional & listed)]
-        diags.append(Diagnostic("info", "provisional",
-                                f"Provisional (fewer than {provisional_votes} votes): {_names(names)}.", tuple(names)))
+        diags.append(
+            Diagnostic(
+                "info",
+                "provisional",
+                f"Provisional (fewer than {provisional_votes} votes): {_names(names)}.",
+                tuple(names),
+            )
+        )
     if not listed.all():
         hidden = [models[k] for k in np.flatnonzero(~listed)]
-        diags.append(Diagnostic("info", "min_votes",
-                                f"{len(hidden)} model(s) with fewer than {min_votes} votes are not listed "
-                                f"(they still take part in the fit): {_names(hidden)}.", tuple(hidden)))
+        diags.append(
+            Diagnostic(
+                "info",
+                "min_votes",
+                f"{len(hidden)} model(s) with fewer than {min_votes} votes are not listed "
+                f"(they still take part in the fit): {_names(hidden)}.",
+                tuple(hidden),
+            )
+        )
     idx = np.flatnonzero(listed)
     if len(idx) == 0:
         diags.append(Diagnostic("error", "none_listed", f"No model has at least {min_votes} votes."))
         return _empty(diags, intervals, ci)
     if len(idx) == 1:
-        diags.append(Diagnostic("info", "single_model",
-                                f"Only one model ({models[idx[0]]}) is listed: there is nothing to rank it against."))
+        diags.append(
+            Diagnostic(
+                "info",
+                "single_model",
+                f"Only one model ({models[idx[0]]}) is listed: there is nothing to rank it against.",
+            )
+        )
     r_l = ratings[idx]
     lo_l, hi_l = lo[idx], hi[idx]
     ub_lo = np.where(np.isnan(lo_l), r_l, lo_l)
     ub_hi = np.where(np.isnan(hi_l), r_l, hi_l)
     rank, rank_ub = rank_with_ub(r_l, ub_lo, ub_hi, comp[idx])
-    table = pd.DataFrame({
-        "rank": rank, "rank_ub": rank_ub, "model": [models[k] for k in idx], "rating": r_l,
-        "ci_low": lo_l, "ci_high": hi_l,
-        "votes": counts["votes"].to_numpy()[idx], "wins": wins[idx], "ties": tie_n[idx], "losses": losses[idx],
-        "component": comp[idx], "provisional": provisional[idx],
-    })
+    table = pd.DataFrame(
+        {
+            "rank": rank,
+            "rank_ub": rank_ub,
+            "model": [models[k] for k in idx],
+            "rating": r_l,
+            "ci_low": lo_l,
+            "ci_high": hi_l,
+            "votes": counts["votes"].to_numpy()[idx],
+            "wins": wins[idx],
+            "ties": tie_n[idx],
+            "losses": losses[idx],
+            "component": comp[idx],
+            "provisional": provisional[idx],
+        }
+    )
     table = table.sort_values(["component", "rating", "model"], ascending=[True, False, True], kind="stable")
     table = table.reset_index(drop=True)
     order = [models.index(x) for x in table["model"]]
@@ -742,7 +818,9 @@ def leaderboard(
     return Leaderboard(table, diags, intervals, ci, samples_df, battles, win_rate, predicted, f, info)
 
 
-def matrices(agg: Aggregated, f: Fit, order: list[int] | None = None) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+def matrices(
+    agg: Aggregated, f: Fit, order: list[int] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(battle counts, empirical win rate with ties as half, predicted win probability), row
     model vs column model, in ``order`` (model indices)."""
     m = agg.n_models
@@ -767,6 +845,8 @@ def matrices(agg: Aggregated, f: Fit, order: list[int] | None = None) -> tuple[p
     np.fill_diagonal(pred, np.nan)
     names = [agg.models[k] for k in order]
     ix = np.ix_(order, order)
-    return (pd.DataFrame(battles[ix].astype(np.int64), index=names, columns=names),
-            pd.DataFrame(score[ix], index=names, columns=names),
-            pd.DataFrame(pred[ix], index=names, columns=names))
+    return (
+        pd.DataFrame(battles[ix].astype(np.int64), index=names, columns=names),
+        pd.DataFrame(score[ix], index=names, columns=names),
+        pd.DataFrame(pred[ix], index=names, columns=names),
+    )

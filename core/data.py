@@ -116,7 +116,7 @@ def docid_keys(docid: pa.Array) -> tuple[np.ndarray, bool]:
         return np.zeros(0, np.uint64), True
     offsets = string_offsets(docid)
     lengths = np.diff(offsets)
-    if 1 <= lengths.min() and lengths.max() <= 18:
+    if lengths.min() >= 1 and lengths.max() <= 18:
         data = np.frombuffer(docid.buffers()[2], dtype=np.uint8)
         first = data[offsets[:-1]]
         canonical = ((first >= 49) & (first <= 57)) | ((first == 48) & (lengths == 1))
@@ -222,7 +222,9 @@ class KeyIndex:
                 return (min(i, j), max(i, j))
         return None
 
-    def lookup(self, qid_codes: np.ndarray, docid: pa.Array, want_codes: np.ndarray, want_docids: pa.Array) -> np.ndarray:
+    def lookup(
+        self, qid_codes: np.ndarray, docid: pa.Array, want_codes: np.ndarray, want_docids: pa.Array
+    ) -> np.ndarray:
         """Row of the indexed table holding each wanted (query code, docid), else -1.
         ``qid_codes``/``docid`` are the indexed table's columns; ``want_codes`` uses the
         same query coding (-1 for a query the table lacks)."""
@@ -235,7 +237,9 @@ class KeyIndex:
             ok &= want_codes >= 0
             keys = np.zeros(n, dtype=np.uint64)
             if ok.any():
-                keys[ok] = pc.cast(want_docids.filter(pa.array(ok)), pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+                keys[ok] = (
+                    pc.cast(want_docids.filter(pa.array(ok)), pa.int64()).to_numpy(zero_copy_only=False).view(np.uint64)
+                )
         else:
             ok = want_codes >= 0
             keys = hash_strings(want_docids)
@@ -351,8 +355,7 @@ class Run:
         if dup is not None:
             i, j = dup
             raise DataError(
-                f"docid {self.docids[i].as_py()!r} appears twice for query "
-                f"{self.qid_values[self.qid_codes[i]]!r}",
+                f"docid {self.docids[i].as_py()!r} appears twice for query {self.qid_values[self.qid_codes[i]]!r}",
                 file=self.source,
                 expected="each docid at most once per query",
                 rows=(i, j),
@@ -454,7 +457,17 @@ class Run:
             return pd.DataFrame(columns=["qid", "docid", "score", "rank", "tie_group", "tie_size"])
         return sub.sorted_frame(ties=ties)
 
-    _CACHED = ("_query_encoding", "docids", "scores", "ranks", "doc_keys", "key_index", "presorted", "query_bounds", "ranked")
+    _CACHED = (
+        "_query_encoding",
+        "docids",
+        "scores",
+        "ranks",
+        "doc_keys",
+        "key_index",
+        "presorted",
+        "query_bounds",
+        "ranked",
+    )
 
     def renamed(self, name: str) -> Run:
         """The same rows under another name (derived arrays are shared, not recomputed)."""
@@ -538,8 +551,7 @@ class Qrels:
         if dup is not None:
             i, j = dup
             raise DataError(
-                f"docid {self.table['docid'][i].as_py()!r} is judged twice for query "
-                f"{values[codes[i]]!r}",
+                f"docid {self.table['docid'][i].as_py()!r} is judged twice for query {values[codes[i]]!r}",
                 file=self.source,
                 expected="one judgement per (qid, docid)",
                 rows=(i, j),
@@ -566,7 +578,7 @@ class Qrels:
     def to_dict(self) -> dict[str, dict[str, int]]:
         """trec_eval-style ``{qid: {docid: grade}}``."""
         out: dict[str, dict[str, int]] = {}
-        for q, d, r in zip(*(self.table[c].to_pylist() for c in ("qid", "docid", "relevance"))):
+        for q, d, r in zip(*(self.table[c].to_pylist() for c in ("qid", "docid", "relevance")), strict=False):
             out.setdefault(q, {})[d] = r
         return out
 
@@ -582,8 +594,13 @@ class Qrels:
 #: normalised winner labels; both tie kinds count as half a win for each side in the fit
 WINNER_LABELS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)")
 _WINNER_ALIASES: dict[str, str] = {
-    "model_a": "model_a", "model_b": "model_b", "tie": "tie", "tie (bothbad)": "tie (bothbad)",
-    "tie(bothbad)": "tie (bothbad)", "tie_bothbad": "tie (bothbad)", "bothbad": "tie (bothbad)",
+    "model_a": "model_a",
+    "model_b": "model_b",
+    "tie": "tie",
+    "tie (bothbad)": "tie (bothbad)",
+    "tie(bothbad)": "tie (bothbad)",
+    "tie_bothbad": "tie (bothbad)",
+    "bothbad": "tie (bothbad)",
 }
 VOTE_OPTIONAL: tuple[str, ...] = ("judge", "category", "timestamp", "weight")
 
@@ -614,11 +631,11 @@ def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
         secs = arr.to_numpy(zero_copy_only=False).astype(np.float64)
         bad = _first_true(~np.isfinite(secs) & ~pd.isna(secs))
         if bad is not None:
-            raise VoteRowError(f"timestamp {secs[bad]!r} is not a finite number", row=bad,
-                               expected="Unix seconds or an ISO 8601 date")
+            raise VoteRowError(
+                f"timestamp {secs[bad]!r} is not a finite number", row=bad, expected="Unix seconds or an ISO 8601 date"
+            )
         micros = np.round(secs * 1e6)
-        return pa.array(micros.astype("int64"), type=pa.int64(), mask=np.isnan(secs)).cast(
-            pa.timestamp("us", tz="UTC"))
+        return pa.array(micros.astype("int64"), type=pa.int64(), mask=np.isnan(secs)).cast(pa.timestamp("us", tz="UTC"))
     values = pd.Series(_as_string(arr).to_pandas(), dtype=object)
     parsed = pd.to_datetime(values, utc=True, errors="coerce", format="mixed")
     numeric = pd.to_numeric(values, errors="coerce")
@@ -627,8 +644,9 @@ def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
         parsed = parsed.where(~use_num, pd.to_datetime(numeric.where(use_num), unit="s", utc=True))
     bad = _first_true((parsed.isna() & values.notna() & (values.astype(str).str.strip() != "")).to_numpy())
     if bad is not None:
-        raise VoteRowError(f"timestamp {values.iloc[bad]!r} is not a date", row=bad,
-                           expected="Unix seconds or an ISO 8601 date")
+        raise VoteRowError(
+            f"timestamp {values.iloc[bad]!r} is not a date", row=bad, expected="Unix seconds or an ISO 8601 date"
+        )
     return pa.Array.from_pandas(parsed.dt.as_unit("us"), type=pa.timestamp("us", tz="UTC"))
 
 
@@ -681,13 +699,16 @@ class Votes:
         if row is not None:
             raise VoteRowError(
                 f"model {cols['model_a'][row].as_py()!r} is compared with itself",
-                row=row, file=source, expected="two different models per vote",
+                row=row,
+                file=source,
+                expected="two different models per vote",
             )
         raw = pc.fill_null(pc.utf8_trim_whitespace(_as_string(table["winner"])), "")
         enc = pc.utf8_lower(raw).dictionary_encode()
         code_of = {label: i for i, label in enumerate(WINNER_LABELS)}
-        label_code = np.array([code_of.get(_WINNER_ALIASES.get(v, ""), -1) for v in enc.dictionary.to_pylist()]
-                              + [-1], dtype=np.int8)
+        label_code = np.array(
+            [code_of.get(_WINNER_ALIASES.get(v, ""), -1) for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int8
+        )
         out = label_code[enc.indices.to_numpy(zero_copy_only=False)] if n else np.zeros(0, np.int8)
         unset = out < 0
         if unset.any():
@@ -699,7 +720,8 @@ class Votes:
             if row is not None:
                 raise VoteRowError(
                     f"unknown winner {raw[row].as_py()!r}",
-                    row=row, file=source,
+                    row=row,
+                    file=source,
                     expected="model_a, model_b, tie, tie (bothbad) or one of the two model names",
                 )
         cols["winner"] = pc.take(pa.array(WINNER_LABELS, pa.string()), pa.array(out))
@@ -717,25 +739,36 @@ class Votes:
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
                 w_np = pd.to_numeric(pd.Series(_as_string(table["weight"]).to_pandas()), errors="coerce").to_numpy()
                 row = _first_true(np.isnan(w_np))
-                raise VoteRowError(f"weight {table['weight'][row].as_py()!r} is not a number",
-                                   row=row or 0, file=source, expected="a non-negative number") from None
+                raise VoteRowError(
+                    f"weight {table['weight'][row].as_py()!r} is not a number",
+                    row=row or 0,
+                    file=source,
+                    expected="a non-negative number",
+                ) from None
             w_np = w.to_numpy(zero_copy_only=False).astype(np.float64)
             w_np = np.where(np.isnan(w_np) & ~pc.is_valid(w).to_numpy(zero_copy_only=False), 1.0, w_np)
             row = _first_true(~np.isfinite(w_np) | (w_np < 0))
             if row is not None:
-                raise VoteRowError(f"weight {float(w_np[row])!r} is not a non-negative finite number",
-                                   row=row, file=source, expected="a non-negative number")
+                raise VoteRowError(
+                    f"weight {float(w_np[row])!r} is not a non-negative finite number",
+                    row=row,
+                    file=source,
+                    expected="a non-negative number",
+                )
             cols["weight"] = pa.array(w_np, pa.float64())
         return cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
 
     @classmethod
-    def from_frame(cls, frame: pd.DataFrame, name: str = "votes", *, source: str | None = None,
-                   meta: dict[str, Any] | None = None) -> Votes:
+    def from_frame(
+        cls, frame: pd.DataFrame, name: str = "votes", *, source: str | None = None, meta: dict[str, Any] | None = None
+    ) -> Votes:
         keep = [c for c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL) if c in frame.columns]
         frame = frame[keep].copy()
         for c in ("model_a", "model_b", "winner", "judge", "category"):
             if c in frame.columns:
-                frame[c] = frame[c].map(lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v))
+                frame[c] = frame[c].map(
+                    lambda v: None if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+                )
         table = pa.Table.from_pandas(frame, preserve_index=False)
         return cls.from_table(table, name, source=source, meta=meta)
 

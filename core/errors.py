@@ -32,17 +32,23 @@ class DataError(RankLensError, ValueError):
         self.expected = expected
         super().__init__(self.__str__())
 
-    def located(self, *, file: str | None = None, lines: tuple[int, ...] | None = None) -> "DataError":
+    def located(self, *, file: str | None = None, lines: tuple[int, ...] | None = None) -> DataError:
         """A copy with file and line numbers filled in (readers call this)."""
-        return DataError(self.message, file=file or self.file, lines=lines or self.lines,
-                         expected=self.expected, rows=None if lines else self.rows)
+        return DataError(
+            self.message,
+            file=file or self.file,
+            lines=lines or self.lines,
+            expected=self.expected,
+            rows=None if lines else self.rows,
+        )
 
     def __str__(self) -> str:
         where = ""
         if self.file:
             where = self.file
-        numbers, label = (self.lines, "line") if self.lines else (
-            tuple(r + 1 for r in self.rows) if self.rows else None, "row")
+        numbers, label = (
+            (self.lines, "line") if self.lines else (tuple(r + 1 for r in self.rows) if self.rows else None, "row")
+        )
         if numbers:
             label = label if len(numbers) == 1 else label + "s"
             joined = " and ".join(str(n) for n in numbers)

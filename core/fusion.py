@@ -61,9 +61,9 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -128,9 +128,8 @@ def _check(runs: Sequence[Run], method: str, k: float, weights, norm, depth, top
         raise FusionError(f"unknown fusion method {method!r}; expected one of {', '.join(METHODS)}")
     if norm is not None and norm not in NORMS:
         raise FusionError(f"unknown normalisation {norm!r}; expected one of {', '.join(NORMS)} (or none)")
-    if method == "rrf":
-        if k is None or not np.isfinite(k) or k <= 0:
-            raise FusionError(f"RRF needs k > 0, got {k!r}")
+    if method == "rrf" and (k is None or not np.isfinite(k) or k <= 0):
+        raise FusionError(f"RRF needs k > 0, got {k!r}")
     if ties not in INPUT_ORDERS:
         raise FusionError(f"unknown input order {ties!r}; expected one of {', '.join(INPUT_ORDERS)}")
     for label, value in (("depth", depth), ("top_k", top_k)):
@@ -254,8 +253,9 @@ def _input_ranks(run: Run, ties: str) -> tuple[np.ndarray | None, np.ndarray, np
     return order, codes[order], (positions[order] + 1).astype(np.int32), None
 
 
-def _order_ties_trec(docids: pa.Array, bounds: np.ndarray, codes: np.ndarray,
-                     tied_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _order_ties_trec(
+    docids: pa.Array, bounds: np.ndarray, codes: np.ndarray, tied_next: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Ranks of the rows of tie groups in a score-sorted run, docid descending inside each
     group: ``(rows, ranks)`` sorted by row. ``tied_next`` holds rows i whose score equals row
     i+1's (same query)."""
@@ -352,7 +352,7 @@ class _DocCoder:
         else:
             arrays = [get() for get in strings]
             combined = pa.chunked_array(arrays, type=pa.string())
-            hashed = [h if h is not None else hash_strings(a) for h, a in zip(hashes, arrays)]
+            hashed = [h if h is not None else hash_strings(a) for h, a in zip(hashes, arrays, strict=False)]
             codes, uniques = pd.factorize(np.concatenate(hashed) if hashed else np.zeros(0, np.uint64))
             codes = codes.astype(np.int64, copy=False)
             first = np.empty(len(uniques), dtype=np.int64)
@@ -360,8 +360,9 @@ class _DocCoder:
             dictionary = combined.take(pa.array(first)).combine_chunks()
             if len(codes) and not pc.all(pc.equal(combined, dictionary.take(pa.array(codes)))).as_py():
                 dictionary = pc.unique(combined)  # a hash collision: key the strings themselves
-                codes = np.concatenate([pc.index_in(a, value_set=dictionary).to_numpy(zero_copy_only=False)
-                                        for a in arrays]).astype(np.int64)
+                codes = np.concatenate(
+                    [pc.index_in(a, value_set=dictionary).to_numpy(zero_copy_only=False) for a in arrays]
+                ).astype(np.int64)
             self.dictionary = dictionary
             self.keys = np.split(codes, np.cumsum([len(a) for a in arrays])[:-1])
         top = max((int(k.max()) for k in self.keys if len(k)), default=0)
@@ -385,8 +386,9 @@ class Joined:
     ``q`` (0 when it lacks the query).
     """
 
-    def __init__(self, *, names, qid_values, coder, starts, gq, gdoc, source, n_rows, preps, lengths, norm,
-                 ties, depth, missing):
+    def __init__(
+        self, *, names, qid_values, coder, starts, gq, gdoc, source, n_rows, preps, lengths, norm, ties, depth, missing
+    ):
         self.names = names
         self.qid_values = qid_values
         self.coder = coder
@@ -455,8 +457,10 @@ class _Inputs:
 
     @property
     def missing(self) -> dict[str, list[str]]:
-        return {name: [str(q) for q in self.qid_values[np.flatnonzero(row == 0)]]
-                for name, row in zip(self.names, self.lengths)}
+        return {
+            name: [str(q) for q in self.qid_values[np.flatnonzero(row == 0)]]
+            for name, row in zip(self.names, self.lengths, strict=False)
+        }
 
 
 def _setup(runs: Sequence[Run], depth: int | None, ties: str) -> _Inputs:
@@ -466,9 +470,9 @@ def _setup(runs: Sequence[Run], depth: int | None, ties: str) -> _Inputs:
     qindex = pd.Index(qid_values)
     qmaps = [qindex.get_indexer(r.qid_values).astype(np.int64) for r in runs]
     with ThreadPoolExecutor(max_workers=_workers()) as pool:  # numpy releases the GIL: inputs in parallel
-        preps = list(pool.map(lambda a: _prepare(*a, ties, depth), zip(runs, qmaps)))
+        preps = list(pool.map(lambda a: _prepare(*a, ties, depth), zip(runs, qmaps, strict=False)))
     docs, known, hashes = [], [], []
-    for r, p in zip(runs, preps):
+    for r, p in zip(runs, preps, strict=False):
         keys, exact = r.doc_keys  # computed once per run (validation already needed them)
         keys = keys if p.rows is None else keys[p.rows]
         known.append(keys.view(np.int64) if exact else None)
@@ -493,8 +497,13 @@ def join(runs: Sequence[Run], norm: str | None = None, depth: int | None = None,
 
 
 def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str) -> Joined:
-    names, qid_values, preps, coder, lengths = (inputs.names, inputs.qid_values, inputs.preps, inputs.coder,
-                                                inputs.lengths)
+    names, qid_values, preps, coder, lengths = (
+        inputs.names,
+        inputs.qid_values,
+        inputs.preps,
+        inputs.coder,
+        inputs.lengths,
+    )
     n_q = len(qid_values)
     n_rows = np.array([p.n_rows for p in preps], dtype=np.int64)
     offsets = np.concatenate(([0], np.cumsum(n_rows)))
@@ -511,7 +520,7 @@ def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str
         if not full:
             mat.fill(_SENTINEL)
         col0 = 0
-        for i, (p, key) in enumerate(zip(preps, coder.keys)):
+        for i, (p, key) in enumerate(zip(preps, coder.keys, strict=False)):
             packed = key.astype(np.uint64)
             packed <<= np.uint64(g_bits)
             packed |= np.arange(offsets[i], offsets[i + 1], dtype=np.uint64)
@@ -538,10 +547,13 @@ def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str
         q_first = None
         if q_bits + coder.bits + g_bits <= 64:
             parts = []
-            for i, (p, key) in enumerate(zip(preps, coder.keys)):
+            for i, (p, key) in enumerate(zip(preps, coder.keys, strict=False)):
                 q_row = p.seg_q[p.row_block()].astype(np.uint64)
-                parts.append((q_row << np.uint64(coder.bits + g_bits)) | (key.astype(np.uint64) << np.uint64(g_bits))
-                             | np.arange(offsets[i], offsets[i + 1], dtype=np.uint64))
+                parts.append(
+                    (q_row << np.uint64(coder.bits + g_bits))
+                    | (key.astype(np.uint64) << np.uint64(g_bits))
+                    | np.arange(offsets[i], offsets[i + 1], dtype=np.uint64)
+                )
             keys = np.sort(np.concatenate(parts)) if parts else np.zeros(0, np.uint64)
             q_of_group_row = (keys >> np.uint64(coder.bits + g_bits)).astype(np.int64)
             keys = keys & np.uint64((1 << (coder.bits + g_bits)) - 1)
@@ -578,9 +590,22 @@ def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str
         gq = np.repeat(np.arange(n_q, dtype=np.int64), np.diff(q_start_group))
     else:
         gq = q_of_group_row[starts]
-    return Joined(names=names, qid_values=qid_values, coder=coder, starts=starts, gq=gq, gdoc=gdoc, source=source,
-                  n_rows=n_rows, preps=preps, lengths=lengths, norm=norm, ties=ties, depth=depth,
-                  missing=inputs.missing)
+    return Joined(
+        names=names,
+        qid_values=qid_values,
+        coder=coder,
+        starts=starts,
+        gq=gq,
+        gdoc=gdoc,
+        source=source,
+        n_rows=n_rows,
+        preps=preps,
+        lengths=lengths,
+        norm=norm,
+        ties=ties,
+        depth=depth,
+        missing=inputs.missing,
+    )
 
 
 # ---------------------------------------------------------------------------------------
@@ -589,8 +614,9 @@ def _join_inputs(inputs: _Inputs, norm: str | None, depth: int | None, ties: str
 _CHUNK_ELEMENTS = 1 << 20  # input rows joined per chunk: small enough that buffers are reused, not faulted in
 
 
-def _contribution_bound(preps: Sequence[_Prepared], method: str, k: float, w: np.ndarray, norm: str | None,
-                        widest: int) -> float:
+def _contribution_bound(
+    preps: Sequence[_Prepared], method: str, k: float, w: np.ndarray, norm: str | None, widest: int
+) -> float:
     """An upper bound of ``|contribution|`` over all rows (fixes the fixed-point quantum
     without a pass over the data): ranks are >= 1 and normalised scores lie in [-1, 1],
     except z-scores, bounded by ``sqrt(m - 1)`` for a list of ``m``. Borda's summed part
@@ -629,8 +655,17 @@ def _block_rows(p: _Prepared, blocks: np.ndarray) -> tuple[slice | np.ndarray, n
     return rows, lens
 
 
-def _row_contributions(p: _Prepared, rows, lens: np.ndarray, method: str, k: float, weight: float, norm: str | None,
-                       quantum: float | None, table: np.ndarray | None) -> np.ndarray:
+def _row_contributions(
+    p: _Prepared,
+    rows,
+    lens: np.ndarray,
+    method: str,
+    k: float,
+    weight: float,
+    norm: str | None,
+    quantum: float | None,
+    table: np.ndarray | None,
+) -> np.ndarray:
     """Contribution of each of ``rows`` (fixed-point int64 for additive methods, else float)."""
     if table is not None:  # rank methods: a lookup by rank
         return table[p.rank_in(rows, lens)]
@@ -684,8 +719,9 @@ class _Streamer:
             self.code_input = np.repeat(np.arange(len(sizes)), sizes)
             self.code_rank = np.arange(sum(sizes)) - np.repeat(self.table_off, sizes)
             if method != "borda" and self.quantum is not None:
-                self.table = np.concatenate([_rank_table(method, k, float(w[i]), p.max_rank, self.quantum)
-                                             for i, p in enumerate(self.preps)])
+                self.table = np.concatenate(
+                    [_rank_table(method, k, float(w[i]), p.max_rank, self.quantum) for i, p in enumerate(self.preps)]
+                )
         self.low_bits = int(len(self.code_input) if self.code_input is not None else _CHUNK_ELEMENTS).bit_length()
 
     def chunk(self, qa: int, qb: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -731,15 +767,17 @@ class _Streamer:
                 low = (p.rank_in(rows, lens) + self.table_off[i]).astype(np.uint64)
             else:
                 if contrib is not None:
-                    values = _row_contributions(p, rows, lens, method, self.k, float(self.w[i]), self.norm,
-                                                self.quantum, None)
+                    values = _row_contributions(
+                        p, rows, lens, method, self.k, float(self.w[i]), self.norm, self.quantum, None
+                    )
                     if dest is None:
                         contrib.reshape(nc, wc)[:, c0 : c0 + length] = values.reshape(nc, length)
                     else:
                         contrib[dest] = values
                 if dest is None:
                     low = (np.arange(nc, dtype=np.uint64) * np.uint64(wc))[:, None] + np.arange(
-                        c0, c0 + length, dtype=np.uint64)
+                        c0, c0 + length, dtype=np.uint64
+                    )
                 else:
                     low = dest.view(np.uint64)
             if dest is None:
@@ -786,8 +824,9 @@ class _Streamer:
         gq = np.repeat(np.arange(qa, qb, dtype=np.int32), per_row)
         return gq, doc[starts].view(np.int64)[order], fused[order]
 
-    def _borda(self, qa: int, qb: int, code: np.ndarray, widths: np.ndarray, n_docs: np.ndarray,
-               starts: np.ndarray) -> np.ndarray:
+    def _borda(
+        self, qa: int, qb: int, code: np.ndarray, widths: np.ndarray, n_docs: np.ndarray, starts: np.ndarray
+    ) -> np.ndarray:
         """Borda scores of a chunk's groups (the same operations as `_score_joined`)."""
         w = self.w
         n_cand = n_docs.astype(float)
@@ -847,8 +886,13 @@ def _stream(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | N
             dcols.append(dcol)
             at += n
     # chunked string columns: concatenating them would copy every string once more
-    return _Fused(out_q[:at], out_doc[:at], out_score[:at], pa.chunked_array(qcols, pa.string()),
-                  pa.chunked_array(dcols, pa.string()))
+    return _Fused(
+        out_q[:at],
+        out_doc[:at],
+        out_score[:at],
+        pa.chunked_array(qcols, pa.string()),
+        pa.chunked_array(dcols, pa.string()),
+    )
 
 
 @dataclass
@@ -1033,8 +1077,9 @@ def _sorted_groups(j: Joined, fused: np.ndarray) -> _Fused:
     return _Fused(j.gq[order], j.gdoc[order], fused[order])
 
 
-def _fuse_inputs(inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None, depth: int | None,
-                 ties: str) -> _Fused:
+def _fuse_inputs(
+    inputs: _Inputs, method: str, k: float, w: np.ndarray, norm: str | None, depth: int | None, ties: str
+) -> _Fused:
     """Fused (query code, doc key, score) rows: streamed, or joined when the doc keys are too
     wide to pack (`_stream` returns None)."""
     streamed = _stream(inputs, method, k, w, norm)
@@ -1131,9 +1176,7 @@ def provenance(
     fused = _assemble(j.qid_values, j.coder, _sorted_groups(j, fused_scores), "fused", {})
     if top_k is not None:
         fused = _truncate(fused, int(top_k))
-    ranked = fused.sorted_frame("trec").rename(
-        columns={"rank": "fused_rank", "score": "fused_score"}
-    )
+    ranked = fused.sorted_frame("trec").rename(columns={"rank": "fused_rank", "score": "fused_score"})
     n_in = len(j.names)
     gid = j.group_of_row
     row_key = pd.DataFrame(

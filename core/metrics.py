@@ -32,9 +32,9 @@ from __future__ import annotations
 import re
 import warnings
 import weakref
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
@@ -46,18 +46,39 @@ from core.ties import POLICIES, docid_rank_in_group, given_positions, locate
 
 FAMILIES: tuple[str, ...] = ("mrr", "hits", "recall", "precision", "ndcg", "map", "rprec")
 #: The eight ranking metrics of the benchmark / default table.
-DEFAULT_METRICS: tuple[str, ...] = ("mrr@10", "hits@10", "recall@100", "precision@10", "ndcg@10", "ndcg", "map", "rprec")
+DEFAULT_METRICS: tuple[str, ...] = (
+    "mrr@10",
+    "hits@10",
+    "recall@100",
+    "precision@10",
+    "ndcg@10",
+    "ndcg",
+    "map",
+    "rprec",
+)
 
 _ALIASES: dict[str, tuple[str, str | None]] = {
-    "mrr": ("mrr", None), "rr": ("mrr", None), "recip_rank": ("mrr", None),
+    "mrr": ("mrr", None),
+    "rr": ("mrr", None),
+    "recip_rank": ("mrr", None),
     "mtrr": ("mrr", "expected"),
-    "hits": ("hits", None), "hit": ("hits", None), "success": ("hits", None), "hit_rate": ("hits", None),
+    "hits": ("hits", None),
+    "hit": ("hits", None),
+    "success": ("hits", None),
+    "hit_rate": ("hits", None),
     "tmhits": ("hits", "expected"),
-    "recall": ("recall", None), "r": ("recall", None),
-    "precision": ("precision", None), "p": ("precision", None),
-    "ndcg": ("ndcg", None), "ndcg_cut": ("ndcg", None),
-    "map": ("map", None), "ap": ("map", None), "map_cut": ("map", None),
-    "rprec": ("rprec", None), "r-prec": ("rprec", None), "r_prec": ("rprec", None),
+    "recall": ("recall", None),
+    "r": ("recall", None),
+    "precision": ("precision", None),
+    "p": ("precision", None),
+    "ndcg": ("ndcg", None),
+    "ndcg_cut": ("ndcg", None),
+    "map": ("map", None),
+    "ap": ("map", None),
+    "map_cut": ("map", None),
+    "rprec": ("rprec", None),
+    "r-prec": ("rprec", None),
+    "r_prec": ("rprec", None),
 }
 _NEEDS_K = {"hits", "recall", "precision"}
 _NAME_RE = re.compile(r"^\s*([a-z][a-z_\-]*?)(?:\s*[@_.]\s*(\d+))?\s*$")
@@ -412,8 +433,8 @@ class Evaluation:
         per_query: dict[str, dict[str, dict[str, float]]] = {}
         for run, frame in self.per_query.groupby("run", sort=False):
             per_query[str(run)] = {
-                str(q): {m: float(v) for m, v in zip(names, vals)}
-                for q, vals in zip(frame["qid"], frame[names].to_numpy())
+                str(q): {m: float(v) for m, v in zip(names, vals, strict=False)}
+                for q, vals in zip(frame["qid"], frame[names].to_numpy(), strict=False)
             }
         return {"aggregate": agg, "per_query": per_query}
 
@@ -432,9 +453,7 @@ def coverage_warnings(run: Run, qrels: Qrels) -> list[str]:
     return out
 
 
-def evaluate_run(
-    run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int = 1
-) -> pd.DataFrame:
+def evaluate_run(run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int = 1) -> pd.DataFrame:
     """Per-query values (index = qrels query ids) of ``metrics`` for one run."""
     cache: dict[str, Units] = {}
     columns: dict[str, np.ndarray] = {}
@@ -522,5 +541,8 @@ def tie_gap_table(runs: Sequence[Run], qrels: Qrels, metric: str = "mrr", rel_le
         frame["gap"] = (frame["traditional"] - frame["expected"]).abs()
         frame.insert(0, "run", run.name)
         frames.append(frame)
-    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
-        columns=["run", "qid", "traditional", "expected", "tie_ratio", "gap"])
+    return (
+        pd.concat(frames, ignore_index=True)
+        if frames
+        else pd.DataFrame(columns=["run", "qid", "traditional", "expected", "tie_ratio", "gap"])
+    )

@@ -64,6 +64,16 @@ def compare_runs(
         for a, b in pairs:
             x, y = wide[a].to_numpy(float), wide[b].to_numpy(float)
             p = randomisation_test(x, y, n_permutations, seed) if test == "randomisation" else paired_t_test(x, y)
-            rows.append({"run_a": a, "run_b": b, "metric": metric, "mean_a": x.mean(), "mean_b": y.mean(),
-                         "delta": y.mean() - x.mean(), "p_value": p, "test": test})
+            rows.append(
+                {
+                    "run_a": a,
+                    "run_b": b,
+                    "metric": metric,
+                    "mean_a": x.mean(),
+                    "mean_b": y.mean(),
+                    "delta": y.mean() - x.mean(),
+                    "p_value": p,
+                    "test": test,
+                }
+            )
     return pd.DataFrame(rows, columns=["run_a", "run_b", "metric", "mean_a", "mean_b", "delta", "p_value", "test"])

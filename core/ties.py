@@ -8,6 +8,7 @@ queries or documents in Python.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -150,7 +151,9 @@ class Located:
         return self.pos - (self.sidx - self.first)
 
 
-def _lower_bound_desc(scores: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: np.ndarray, strict: bool) -> np.ndarray:
+def _lower_bound_desc(
+    scores: np.ndarray, lo: np.ndarray, hi: np.ndarray, target: np.ndarray, strict: bool
+) -> np.ndarray:
     """Vectorised binary search in descending slices ``scores[lo:hi]``: first index whose
     score is ``< target`` (strict) or ``<= target``."""
     lo, hi = lo.copy(), hi.copy()
@@ -180,8 +183,12 @@ def locate(run: Run, rows: np.ndarray) -> Located:
         return Located(rows, rows - lo, first, end - first)
     ranked = run.ranked
     sidx = ranked.inverse[rows]
-    return Located(sidx, ranked.pos[sidx].astype(np.int64), ranked.group_first[ranked.group_id[sidx]],
-                   ranked.group_size[sidx].astype(np.int64))
+    return Located(
+        sidx,
+        ranked.pos[sidx].astype(np.int64),
+        ranked.group_first[ranked.group_id[sidx]],
+        ranked.group_size[sidx].astype(np.int64),
+    )
 
 
 def sorted_to_rows(run: Run, sidx: np.ndarray) -> np.ndarray:
@@ -209,7 +216,7 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
     docids = run.docids
     chunk_of = (np.cumsum(tsizes) - tsizes) // budget
     cuts = np.r_[0, np.flatnonzero(np.diff(chunk_of)) + 1, len(tied)]
-    for start, stop in zip(cuts[:-1], cuts[1:]):
+    for start, stop in itertools.pairwise(cuts):
         sl = slice(int(start), int(stop))
         reps = tsizes[sl]
         offsets = np.repeat(first[sl] - np.cumsum(np.concatenate(([0], reps[:-1]))), reps)
@@ -295,7 +302,7 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
     size_dist = pd.DataFrame({"size": uniq, "groups": cnt, "documents": uniq * cnt})
     out: dict[str, object] = {
         "queries": n_q,
-        "documents": int(len(run)),
+        "documents": len(run),
         "share_queries_with_ties": float((max_group > 1).mean()) if n_q else 0.0,
         "share_docs_in_ties": float(tied_docs.sum() / max(len(run), 1)),
         "size_distribution": size_dist,

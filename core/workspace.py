@@ -8,8 +8,9 @@ the uploaded bytes, so the same file uploaded twice is recognised.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 KINDS: tuple[str, ...] = ("run", "qrels", "answers", "chunkmap", "votes", "corpus")
 
@@ -45,8 +46,17 @@ class Workspace:
             i += 1
         return f"{name} ({i})"
 
-    def add(self, kind: str, name: str, obj: Any, *, origin: str = "upload", digest: str | None = None,
-            note: str = "", replace: bool = False) -> str:
+    def add(
+        self,
+        kind: str,
+        name: str,
+        obj: Any,
+        *,
+        origin: str = "upload",
+        digest: str | None = None,
+        note: str = "",
+        replace: bool = False,
+    ) -> str:
         """Store ``obj`` and return the (possibly de-duplicated) name it got."""
         bucket = self._bucket(kind)
         if not replace:

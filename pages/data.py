@@ -15,34 +15,52 @@ from pages.common import ui
 ws = ui.workspace()
 
 st.title("Data")
-st.caption("Uploads are parsed once (cached by their bytes), validated, and kept for this session beside the "
-           "demo datasets. A bad file is reported with its line and changes nothing already loaded.")
+st.caption(
+    "Uploads are parsed once (cached by their bytes), validated, and kept for this session beside the "
+    "demo datasets. A bad file is reported with its line and changes nothing already loaded."
+)
 
 ui.show_upload_messages()
 
 up_runs, up_qrels, up_other = st.columns(3, gap="medium")
 with up_runs:
     st.file_uploader(
-        "Upload runs", type=["trec", "txt", "run", "csv", "tsv", "jsonl", "parquet", "gz"], accept_multiple_files=True,
-        key=ui.uploader_key("upload_runs"), on_change=ui.upload_callback, args=("run", "upload_runs"),
+        "Upload runs",
+        type=["trec", "txt", "run", "csv", "tsv", "jsonl", "parquet", "gz"],
+        accept_multiple_files=True,
+        key=ui.uploader_key("upload_runs"),
+        on_change=ui.upload_callback,
+        args=("run", "upload_runs"),
         help="TREC (qid Q0 docid rank score tag), CSV/TSV with a header qid,docid,score[,rank][,tag], JSONL or "
-             "Parquet. A file with several tags becomes several runs.",
+        "Parquet. A file with several tags becomes several runs.",
     )
 with up_qrels:
     st.file_uploader(
-        "Upload qrels", type=["qrels", "txt", "trec", "csv", "tsv", "jsonl", "parquet", "gz"], accept_multiple_files=True,
-        key=ui.uploader_key("upload_qrels"), on_change=ui.upload_callback, args=("qrels", "upload_qrels"),
+        "Upload qrels",
+        type=["qrels", "txt", "trec", "csv", "tsv", "jsonl", "parquet", "gz"],
+        accept_multiple_files=True,
+        key=ui.uploader_key("upload_qrels"),
+        on_change=ui.upload_callback,
+        args=("qrels", "upload_qrels"),
         help="TREC (qid iter docid relevance) or CSV/TSV with a header qid,docid,relevance; integer grades.",
     )
 with up_other:
     st.file_uploader(
-        "Upload answers", type=["csv", "tsv", "jsonl"], accept_multiple_files=True, key=ui.uploader_key("upload_answers"),
-        on_change=ui.upload_callback, args=("answers", "upload_answers"),
+        "Upload answers",
+        type=["csv", "tsv", "jsonl"],
+        accept_multiple_files=True,
+        key=ui.uploader_key("upload_answers"),
+        on_change=ui.upload_callback,
+        args=("answers", "upload_answers"),
         help="qid,prediction,reference (repeat a qid for several references) or JSONL with references.",
     )
     st.file_uploader(
-        "Upload a chunk → document map", type=["csv", "tsv", "jsonl"], accept_multiple_files=True,
-        key=ui.uploader_key("upload_chunkmap"), on_change=ui.upload_callback, args=("chunkmap", "upload_chunkmap"),
+        "Upload a chunk → document map",
+        type=["csv", "tsv", "jsonl"],
+        accept_multiple_files=True,
+        key=ui.uploader_key("upload_chunkmap"),
+        on_change=ui.upload_callback,
+        args=("chunkmap", "upload_chunkmap"),
         help="chunk_id,doc_id: collapse a chunk-level run to documents (each keeps its best-ranked chunk).",
     )
 
@@ -63,8 +81,12 @@ if kind and name:
     entry = ws.entry(kind, name)
     manage_rename, manage_remove = st.columns([3, 1], vertical_alignment="bottom")
     manage_rename.text_input("Rename to", value=name, key=f"rename-{kind}-{name}")
-    manage_rename.button("Rename", key="do_rename", on_click=ui.rename_dataset, args=(kind, name, f"rename-{kind}-{name}"))
-    manage_remove.button("Remove", key="do_remove", icon=":material/delete:", on_click=ui.remove_dataset, args=(kind, name))
+    manage_rename.button(
+        "Rename", key="do_rename", on_click=ui.rename_dataset, args=(kind, name, f"rename-{kind}-{name}")
+    )
+    manage_remove.button(
+        "Remove", key="do_remove", icon=":material/delete:", on_click=ui.remove_dataset, args=(kind, name)
+    )
 
     st.caption(f"Origin: {entry.origin}" + (f" · content hash {entry.digest}" if entry.digest else ""))
 
@@ -80,8 +102,10 @@ if kind and name:
             for note in coverage_warnings(obj, qrels):
                 st.warning(f"Against **{qrels.name}**: {note}", icon=":material/warning:")
         scores = obj.scores
-        st.caption(f"Scores from {scores.min():.6g} to {scores.max():.6g}; "
-                   f"{len(np.unique(scores)):,} distinct values. First rows in ranked (trec) order:")
+        st.caption(
+            f"Scores from {scores.min():.6g} to {scores.max():.6g}; "
+            f"{len(np.unique(scores)):,} distinct values. First rows in ranked (trec) order:"
+        )
         head = obj.sorted_frame("trec").head(200)
         st.dataframe(head, hide_index=True, width="stretch", placeholder="—")
         with st.expander("Per-query tie statistics"):
@@ -95,7 +119,8 @@ if kind and name:
                     collapsed = collapse_chunks(obj, ws.get("chunkmap", cm))
                     new = ws.add("run", collapsed.name, collapsed, origin="derived")
                     st.session_state.setdefault("_upload_messages", []).append(
-                        ("success", f"Created **{new}** ({len(collapsed):,} rows)."))
+                        ("success", f"Created **{new}** ({len(collapsed):,} rows).")
+                    )
                     st.rerun()
     elif kind == "qrels":
         frame = obj.frame

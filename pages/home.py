@@ -33,10 +33,17 @@ with left:
     runs = ui.active_runs()
     if qrels is not None and runs:
         table = evaluate_policies(runs, qrels, ["mrr@10"])
-        table = table.rename(columns={"trec": "traditional MRR@10", "expected": "MTRR@10 (tie-aware)",
-                                      "pessimistic": "worst case", "optimistic": "best case"})
-        st.caption(f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere "
-                   "in the tie range.")
+        table = table.rename(
+            columns={
+                "trec": "traditional MRR@10",
+                "expected": "MTRR@10 (tie-aware)",
+                "pessimistic": "worst case",
+                "optimistic": "best case",
+            }
+        )
+        st.caption(
+            f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere in the tie range."
+        )
         st.table(table.drop(columns="metric").set_index("run").style.format("{:.4f}"))
 with right:
     st.subheader("Loaded datasets")
@@ -47,13 +54,20 @@ with right:
         st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
     st.subheader("Start here")
     st.page_link("pages/data.py", label="Data — upload runs, qrels, answers or chunk maps", icon=":material/upload:")
-    st.page_link("pages/metrics.py", label="Metrics — traditional vs tie-aware, with tie ranges",
-                 icon=":material/analytics:")
+    st.page_link(
+        "pages/metrics.py", label="Metrics — traditional vs tie-aware, with tie ranges", icon=":material/analytics:"
+    )
     st.page_link("pages/fusion.py", label="Fusion — RRF and peers over several runs", icon=":material/merge:")
-    st.page_link("pages/leaderboard.py", label="Leaderboard — Bradley-Terry ratings from pairwise votes",
-                 icon=":material/social_leaderboard:")
-    st.page_link("pages/rerank.py", label="Rerank — LLM rerankers (or offline BM25), calls and cost",
-                 icon=":material/swap_vert:")
-    st.caption("Every page opens on built-in demo data. Command line: `python -m core evaluate --run R "
-               "--qrels Q --metrics mrr@10,mtrr@10,ndcg@10 --ties expected` (also `fuse`, `leaderboard`, "
-               "`rerank`, `demo`).")
+    st.page_link(
+        "pages/leaderboard.py",
+        label="Leaderboard — Bradley-Terry ratings from pairwise votes",
+        icon=":material/social_leaderboard:",
+    )
+    st.page_link(
+        "pages/rerank.py", label="Rerank — LLM rerankers (or offline BM25), calls and cost", icon=":material/swap_vert:"
+    )
+    st.caption(
+        "Every page opens on built-in demo data. Command line: `python -m core evaluate --run R "
+        "--qrels Q --metrics mrr@10,mtrr@10,ndcg@10 --ties expected` (also `fuse`, `leaderboard`, "
+        "`rerank`, `demo`)."
+    )

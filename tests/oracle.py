@@ -17,8 +17,8 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from typing import Callable, Iterable, Sequence
 
 # A run row: (qid, docid, score, rank or None) in file order.
 Row = tuple
@@ -28,7 +28,7 @@ Row = tuple
 # Metric names
 # ---------------------------------------------------------------------------------------
 def split_name(name: str) -> tuple[str, int | None]:
-    """"ndcg@10" -> ("ndcg", 10); "map" -> ("map", None). mtrr/tmhits map to mrr/hits."""
+    """ "ndcg@10" -> ("ndcg", 10); "map" -> ("map", None). mtrr/tmhits map to mrr/hits."""
     base, _, k = name.partition("@")
     base = {"mtrr": "mrr", "tmhits": "hits"}.get(base, base)
     return base, (int(k) if k else None)
@@ -220,7 +220,7 @@ def evaluate(
     for qid, judgements in qrels.items():
         entries = grouped.get(qid)
         if not entries:
-            out[qid] = {m: 0.0 for m in metrics}
+            out[qid] = dict.fromkeys(metrics, 0.0)
             continue
         docs = [(row[1], float(row[2])) for _, row in entries]
         out[qid] = {}
@@ -235,13 +235,14 @@ def evaluate(
                 else:
                     out[qid][m] = (max if ties == "max" else min)(values.values())
             continue
-        order: Callable[[], list[str]] = {
-            "trec": lambda: order_trec(docs),
-            "optimistic": lambda: order_optimistic(docs, judgements),
-            "pessimistic": lambda: order_pessimistic(docs, judgements),
-            "given": lambda: order_given(entries),
-        }[ties]
-        ranking = order()
+        if ties == "trec":
+            ranking = order_trec(docs)
+        elif ties == "optimistic":
+            ranking = order_optimistic(docs, judgements)
+        elif ties == "pessimistic":
+            ranking = order_pessimistic(docs, judgements)
+        else:
+            ranking = order_given(entries)
         for m in metrics:
             out[qid][m] = metric_on_ranking(m, ranking, judgements, rel_level)
     return out
@@ -278,11 +279,15 @@ def make_qrels(qrels: dict[str, dict[str, int]]):
     from core.data import Qrels
 
     triples = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
-    return Qrels.from_table(pa.table({
-        "qid": pa.array([t[0] for t in triples], pa.string()),
-        "docid": pa.array([t[1] for t in triples], pa.string()),
-        "relevance": pa.array([t[2] for t in triples], pa.int64()),
-    }))
+    return Qrels.from_table(
+        pa.table(
+            {
+                "qid": pa.array([t[0] for t in triples], pa.string()),
+                "docid": pa.array([t[1] for t in triples], pa.string()),
+                "relevance": pa.array([t[2] for t in triples], pa.int64()),
+            }
+        )
+    )
 
 
 def per_query_dict(evaluation, run_name: str | None = None) -> dict[str, dict[str, float]]:
@@ -291,7 +296,10 @@ def per_query_dict(evaluation, run_name: str | None = None) -> dict[str, dict[st
     if run_name is not None:
         frame = frame[frame["run"] == run_name]
     names = [m.name for m in evaluation.metrics]
-    return {str(q): {m: float(v) for m, v in zip(names, vals)} for q, vals in zip(frame["qid"], frame[names].to_numpy())}
+    return {
+        str(q): {m: float(v) for m, v in zip(names, vals, strict=False)}
+        for q, vals in zip(frame["qid"], frame[names].to_numpy(), strict=False)
+    }
 
 
 # ---------------------------------------------------------------------------------------
@@ -308,8 +316,16 @@ TIE_SCORES = (-1.0, 0.0, 0.5, 1.0, 2.0)
 GRADES = (-1, 0, 1, 2, 3)
 
 
-def cases(*, max_queries: int = 4, max_docs: int = 8, ties: bool = True, grades: Sequence[int] = GRADES,
-          rank: str = "random", rel_levels: Sequence[int] = (1, 2), extra_queries: bool = True):
+def cases(
+    *,
+    max_queries: int = 4,
+    max_docs: int = 8,
+    ties: bool = True,
+    grades: Sequence[int] = GRADES,
+    rank: str = "random",
+    rel_levels: Sequence[int] = (1, 2),
+    extra_queries: bool = True,
+):
     """Strategy of ``(rows, qrels, rel_level)``.
 
     ``rows`` are ``(qid, docid, score, rank)`` in a shuffled file order; qrels hold graded
@@ -345,9 +361,9 @@ def cases(*, max_queries: int = 4, max_docs: int = 8, ties: bool = True, grades:
                     ranks[i] = r
             else:
                 ranks = [r + 1 for r in draw(st.permutations(list(range(n))))]
-            rows.extend((qid, d, s, r) for d, s, r in zip(docs, scores, ranks))
+            rows.extend((qid, d, s, r) for d, s, r in zip(docs, scores, ranks, strict=False))
             drawn = draw(st.lists(grade_or_none, min_size=n, max_size=n))
-            judgements = {d: g for d, g in zip(docs, drawn) if g is not None}
+            judgements = {d: g for d, g in zip(docs, drawn, strict=False) if g is not None}
             extra = draw(st.lists(st.sampled_from(EXTRA_POOL), max_size=2, unique=True))
             judgements.update({d: draw(st.sampled_from(list(grades))) for d in extra})
             if judgements and draw(st.integers(0, 4)) > 0:

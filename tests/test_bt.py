@@ -118,8 +118,9 @@ def test_invariant_to_vote_order_and_side_swap():
     frame = votes.to_frame()
     shuffled = Votes.from_frame(frame.sample(frac=1.0, random_state=1))
     flip = {"model_a": "model_b", "model_b": "model_a", "tie": "tie", "tie (bothbad)": "tie (bothbad)"}
-    swapped = Votes.from_frame(pd.DataFrame({"model_a": frame.model_b, "model_b": frame.model_a,
-                                             "winner": frame.winner.map(flip)}))
+    swapped = Votes.from_frame(
+        pd.DataFrame({"model_a": frame.model_b, "model_b": frame.model_a, "winner": frame.winner.map(flip)})
+    )
     for other in (shuffled, swapped):
         t = bt.leaderboard(other, intervals="sandwich").table.set_index("model").loc[base.index]
         np.testing.assert_allclose(t.rating, base.rating, atol=1e-8)
@@ -128,8 +129,16 @@ def test_invariant_to_vote_order_and_side_swap():
 
 
 def test_winner_given_as_model_name_and_scaling_options():
-    rows = [("a", "b", "a"), ("a", "b", "b"), ("b", "c", "c"), ("a", "c", "tie"), ("c", "a", "model_a"),
-            ("b", "a", "tie (bothbad)"), ("c", "b", "model_b"), ("a", "b", "model_a")]
+    rows = [
+        ("a", "b", "a"),
+        ("a", "b", "b"),
+        ("b", "c", "c"),
+        ("a", "c", "tie"),
+        ("c", "a", "model_a"),
+        ("b", "a", "tie (bothbad)"),
+        ("c", "b", "model_b"),
+        ("a", "b", "model_a"),
+    ]
     v = _votes(rows)
     assert v.to_frame().winner.tolist()[:3] == ["model_a", "model_b", "model_b"]
     lb = bt.leaderboard(v, intervals="none")
@@ -192,8 +201,9 @@ def test_bootstrap_is_seeded_converged_and_anchored():
     draw = rng.multinomial(agg.n_votes, flat[cells] / flat[cells].sum(), size=50)[0]
     counts = np.zeros(flat.size)
     counts[cells] = draw
-    agg1 = bt.Aggregated(agg.models, agg.pairs, counts.reshape(-1, 3), counts.reshape(-1, 3),
-                         counts.reshape(-1, 3), agg.n_votes)
+    agg1 = bt.Aggregated(
+        agg.models, agg.pairs, counts.reshape(-1, 3), counts.reshape(-1, 3), counts.reshape(-1, 3), agg.n_votes
+    )
     f1 = bt.fit(agg1, comp=f.components)
     np.testing.assert_allclose(res.samples[0], f1.s, atol=1e-7)
 
@@ -252,8 +262,16 @@ def _codes(lb):
 
 
 def test_diag_disconnected_components_rated_separately():
-    rows = [("a", "b", "model_a"), ("b", "a", "model_a"), ("a", "b", "tie"), ("a", "b", "model_a"),
-            ("c", "d", "model_a"), ("d", "c", "tie"), ("c", "d", "model_b"), ("c", "d", "model_a")]
+    rows = [
+        ("a", "b", "model_a"),
+        ("b", "a", "model_a"),
+        ("a", "b", "tie"),
+        ("a", "b", "model_a"),
+        ("c", "d", "model_a"),
+        ("d", "c", "tie"),
+        ("c", "d", "model_b"),
+        ("c", "d", "model_a"),
+    ]
     lb = bt.leaderboard(_votes(rows), intervals="sandwich")
     assert "components" in _codes(lb)
     t = lb.table
@@ -265,8 +283,15 @@ def test_diag_disconnected_components_rated_separately():
 
 
 def test_diag_undefeated_and_winless():
-    rows = [("a", "b", "model_a"), ("a", "c", "model_a"), ("b", "c", "model_a"), ("c", "b", "model_a"),
-            ("b", "d", "model_a"), ("c", "d", "model_a"), ("b", "c", "tie")]
+    rows = [
+        ("a", "b", "model_a"),
+        ("a", "c", "model_a"),
+        ("b", "c", "model_a"),
+        ("c", "b", "model_a"),
+        ("b", "d", "model_a"),
+        ("c", "d", "model_a"),
+        ("b", "c", "tie"),
+    ]
     lb = bt.leaderboard(_votes(rows), intervals="bootstrap", bootstrap_rounds=50)
     diag = next(d for d in lb.diagnostics if d.code == "unbounded")
     assert "undefeated: a" in diag.message and "winless: d" in diag.message

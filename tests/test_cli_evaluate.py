@@ -19,16 +19,28 @@ def cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, Path]:
     run = tmp_path / "run.trec"
-    run.write_text("q1 Q0 a 1 2.0 sysA\nq1 Q0 b 2 2.0 sysA\nq1 Q0 c 3 1.0 sysA\n"
-                   "q2 Q0 x 1 5.0 sysA\nq2 Q0 y 2 4.0 sysA\n")
+    run.write_text(
+        "q1 Q0 a 1 2.0 sysA\nq1 Q0 b 2 2.0 sysA\nq1 Q0 c 3 1.0 sysA\nq2 Q0 x 1 5.0 sysA\nq2 Q0 y 2 4.0 sysA\n"
+    )
     qrels = tmp_path / "qrels.txt"
     qrels.write_text("q1 0 a 1\nq1 0 c 2\nq2 0 y 1\nq3 0 z 1\n")
     return {"run": run, "qrels": qrels}
 
 
 def test_evaluate_json_shape_and_values(files):
-    out = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]),
-              "--metrics", "mrr@10,mtrr@10,ndcg@10", "--ties", "trec", "--format", "json")
+    out = cli(
+        "evaluate",
+        "--run",
+        str(files["run"]),
+        "--qrels",
+        str(files["qrels"]),
+        "--metrics",
+        "mrr@10,mtrr@10,ndcg@10",
+        "--ties",
+        "trec",
+        "--format",
+        "json",
+    )
     assert out.returncode == 0, out.stderr
     payload = json.loads(out.stdout)
     assert set(payload) == {"aggregate", "per_query"}
@@ -44,17 +56,30 @@ def test_evaluate_json_shape_and_values(files):
 def test_evaluate_table_and_csv(files):
     table = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--metrics", "map")
     assert table.returncode == 0 and "sysA" in table.stdout
-    csv = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--metrics", "map",
-              "--format", "csv", "--per-query")
+    csv = cli(
+        "evaluate",
+        "--run",
+        str(files["run"]),
+        "--qrels",
+        str(files["qrels"]),
+        "--metrics",
+        "map",
+        "--format",
+        "csv",
+        "--per-query",
+    )
     assert csv.stdout.splitlines()[0] == "run,qid,map"
 
 
-@pytest.mark.parametrize("content, message", [
-    ("q1 Q0 a 1 0.5 t\nq1 Q0 b 1\n", "run.trec, line 2: found 4 column(s)"),
-    ("q1 Q0 a 1 nan t\n", "run.trec, line 1: score nan is not a finite number"),
-    ("q1 Q0 a 1 0.5 t\n\nq1 Q0 a 2 0.4 t\n", "run.trec, lines 1 and 3: docid 'a' appears twice"),
-    ("", "run.trec: the file is empty"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("q1 Q0 a 1 0.5 t\nq1 Q0 b 1\n", "run.trec, line 2: found 4 column(s)"),
+        ("q1 Q0 a 1 nan t\n", "run.trec, line 1: score nan is not a finite number"),
+        ("q1 Q0 a 1 0.5 t\n\nq1 Q0 a 2 0.4 t\n", "run.trec, lines 1 and 3: docid 'a' appears twice"),
+        ("", "run.trec: the file is empty"),
+    ],
+)
 def test_evaluate_bad_run_one_line_exit_2(tmp_path, files, content, message):
     bad = tmp_path / "run.trec"
     bad.write_text(content)

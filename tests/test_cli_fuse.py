@@ -38,8 +38,25 @@ def test_fuse_to_file(files, tmp_path, capsys):
 
 
 def test_fuse_to_stdout_with_options(files, capsys):
-    assert main(["fuse", "--method", "combmnz", "--norm", "minmax", "--weights", "1,0.5,2", "--depth", "2",
-                 "--top-k", "2", *map(str, files)]) == 0
+    assert (
+        main(
+            [
+                "fuse",
+                "--method",
+                "combmnz",
+                "--norm",
+                "minmax",
+                "--weights",
+                "1,0.5,2",
+                "--depth",
+                "2",
+                "--top-k",
+                "2",
+                *map(str, files),
+            ]
+        )
+        == 0
+    )
     lines = capsys.readouterr().out.splitlines()
     assert [ln.split()[2] for ln in lines] == ["A", "F"]
     assert all(ln.split()[5] == "combmnz" for ln in lines)
@@ -82,7 +99,12 @@ def test_missing_queries_warn_on_stderr(files, tmp_path, capsys):
 
 
 def test_module_entry_point(files):
-    proc = subprocess.run([sys.executable, "-m", "core", "fuse", "--method", "borda", *map(str, files)],
-                          capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "-m", "core", "fuse", "--method", "borda", *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].split()[2] == "A"

@@ -29,13 +29,13 @@ def make_run(name: str, lists: dict[str, list[str]], scores: dict[str, list[floa
     rows = []
     for q, docs in lists.items():
         sc = scores[q] if scores else [float(len(docs) - i) for i in range(len(docs))]
-        rows += [(q, d, s) for d, s in zip(docs, sc)]
+        rows += [(q, d, s) for d, s in zip(docs, sc, strict=False)]
     return Run.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "score"]), name)
 
 
 def as_dict(run: Run) -> dict[str, dict[str, float]]:
     out: dict[str, dict[str, float]] = {}
-    for q, d, s in zip(*(run.table[c].to_pylist() for c in ("qid", "docid", "score"))):
+    for q, d, s in zip(*(run.table[c].to_pylist() for c in ("qid", "docid", "score")), strict=False):
         out.setdefault(q, {})[d] = s
     return out
 
@@ -67,7 +67,7 @@ def random_runs(seed: int, n_runs: int = 3, n_queries: int = 25) -> list[Run]:
             m = int(rng.integers(2, len(pool) + 1))
             docs = rng.choice(pool, size=m, replace=False)
             scores = rng.normal(size=m) * 3 + 10  # distinct with probability 1
-            rows += [(q, d, float(s)) for d, s in zip(docs, scores)]
+            rows += [(q, d, float(s)) for d, s in zip(docs, scores, strict=False)]
         runs.append(Run.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "score"]), f"r{r}"))
     return runs
 
@@ -87,8 +87,17 @@ RANX_CASES = [
     ("combmed", "max", {}, {}),
     ("combsum", "rank", {}, {}),
 ]
-RANX_NAMES = {"rrf": "rrf", "isr": "isr", "borda": "bordafuse", "combsum": "sum", "combmnz": "mnz",
-              "combanz": "anz", "combmax": "max", "combmin": "min", "combmed": "med"}
+RANX_NAMES = {
+    "rrf": "rrf",
+    "isr": "isr",
+    "borda": "bordafuse",
+    "combsum": "sum",
+    "combmnz": "mnz",
+    "combanz": "anz",
+    "combmax": "max",
+    "combmin": "min",
+    "combmed": "med",
+}
 RANX_NORMS = {None: None, "minmax": "min-max", "zscore": "zmuv", "sum": "sum", "max": "max", "rank": "rank"}
 
 
@@ -97,8 +106,12 @@ def test_agrees_with_ranx(method, norm, ours, theirs):
     ranx = pytest.importorskip("ranx")
     runs = random_runs(seed=RANX_CASES.index((method, norm, ours, theirs)), n_runs=3)
     fused = fuse(runs, method, norm=norm, **ours)
-    ref = ranx.fuse([ranx.Run(as_dict(r), name=r.name) for r in runs], norm=RANX_NORMS[norm],
-                    method=RANX_NAMES[method], params=theirs)
+    ref = ranx.fuse(
+        [ranx.Run(as_dict(r), name=r.name) for r in runs],
+        norm=RANX_NORMS[norm],
+        method=RANX_NAMES[method],
+        params=theirs,
+    )
     got = as_dict(fused)
     want = {q: dict(d) for q, d in ref.to_dict().items()}
     assert got.keys() == want.keys()
@@ -216,8 +229,10 @@ def test_input_ties_broken_trec_style():
 
 
 def test_unsorted_input_rows():
-    a = Run.from_frame(pd.DataFrame({"qid": ["q2", "q1", "q2", "q1"], "docid": ["a", "b", "c", "d"],
-                                     "score": [1.0, 2.0, 3.0, 4.0]}), "a")
+    a = Run.from_frame(
+        pd.DataFrame({"qid": ["q2", "q1", "q2", "q1"], "docid": ["a", "b", "c", "d"], "score": [1.0, 2.0, 3.0, 4.0]}),
+        "a",
+    )
     b = make_run("b", {"q1": ["b"], "q2": ["a"]})
     scores = as_dict(fuse([a, b], "rrf", k=1))
     assert scores["q1"]["b"] == pytest.approx(1 / 3 + 1 / 2)
@@ -247,11 +262,28 @@ def test_normalisations():
 
 
 def test_provenance_sums_to_fused_score(classic):
-    for method, norm in (("rrf", None), ("borda", None), ("combmnz", "minmax"), ("combmax", "minmax"),
-                         ("combmed", "zscore"), ("isr", None), ("combanz", "sum")):
+    for method, norm in (
+        ("rrf", None),
+        ("borda", None),
+        ("combmnz", "minmax"),
+        ("combmax", "minmax"),
+        ("combmed", "zscore"),
+        ("isr", None),
+        ("combanz", "sum"),
+    ):
         long = provenance(classic, method, norm=norm)
-        assert set(long.columns) >= {"qid", "docid", "fused_rank", "fused_score", "tie_group", "tie_size",
-                                     "input", "input_rank", "input_score", "contribution"}
+        assert set(long.columns) >= {
+            "qid",
+            "docid",
+            "fused_rank",
+            "fused_score",
+            "tie_group",
+            "tie_size",
+            "input",
+            "input_rank",
+            "input_score",
+            "contribution",
+        }
         assert len(long) == 7 * 3
         sums = long.groupby("docid")["contribution"].sum()
         fused = long.groupby("docid")["fused_score"].first()
@@ -346,8 +378,9 @@ def test_sweeps():
         sweep_k(runs, qrels, "ndcg@10", ks=[0])
 
 
-def ragged_runs(seed: int, n_runs: int = 3, numeric: bool = True, ties: bool = True, uniform: bool = False
-                ) -> list[Run]:
+def ragged_runs(
+    seed: int, n_runs: int = 3, numeric: bool = True, ties: bool = True, uniform: bool = False
+) -> list[Run]:
     """Runs with lists of different lengths, queries some inputs lack, score ties, shuffled
     rows (``uniform``: every input lists 20 documents for every query, score-sorted)."""
     rng = np.random.default_rng(seed)
@@ -360,7 +393,7 @@ def ragged_runs(seed: int, n_runs: int = 3, numeric: bool = True, ties: bool = T
             pool = rng.choice(60, size=20 if uniform else int(rng.integers(1, 40)), replace=False)
             scores = rng.integers(0, 6, size=len(pool)) if ties else rng.normal(size=len(pool))
             name = (lambda d: str(1000 + 7 * d)) if numeric else (lambda d: f"doc-{d}")
-            rows += [(f"q{q}", name(int(d)), float(s)) for d, s in zip(pool, scores)]
+            rows += [(f"q{q}", name(int(d)), float(s)) for d, s in zip(pool, scores, strict=False)]
         frame = pd.DataFrame(rows, columns=["qid", "docid", "score"])
         if uniform:
             frame = frame.sort_values(["qid", "score"], ascending=[True, False], kind="stable")
@@ -370,9 +403,21 @@ def ragged_runs(seed: int, n_runs: int = 3, numeric: bool = True, ties: bool = T
     return runs
 
 
-STREAMED_CASES = [("rrf", None), ("isr", None), ("combsum", "minmax"), ("combmnz", "zscore"), ("combanz", "sum"),
-                  ("wsum", "max"), ("combsum", "rank"), ("combmnz", None), ("combmax", "minmax"),
-                  ("combmin", "zscore"), ("borda", None), ("combmed", "minmax"), ("combmed", None)]
+STREAMED_CASES = [
+    ("rrf", None),
+    ("isr", None),
+    ("combsum", "minmax"),
+    ("combmnz", "zscore"),
+    ("combanz", "sum"),
+    ("wsum", "max"),
+    ("combsum", "rank"),
+    ("combmnz", None),
+    ("combmax", "minmax"),
+    ("combmin", "zscore"),
+    ("borda", None),
+    ("combmed", "minmax"),
+    ("combmed", None),
+]
 
 
 @pytest.mark.parametrize("chunk", [1 << 20, 256])
@@ -393,16 +438,17 @@ def test_streamed_fusion_equals_the_joined_path_exactly(monkeypatch, method, nor
         assert streamed is not None
         j = fusion.join(runs, norm=norm, depth=depth, ties=ties)
         joined = fusion._sorted_groups(j, fusion.score_joined(j, method, 60, w)[0])
-        got = {(int(q), int(d)): s for q, d, s in zip(streamed.gq, streamed.gdoc, streamed.score)}
-        want = {(int(q), int(d)): s for q, d, s in zip(joined.gq, joined.gdoc, joined.score)}
+        got = {(int(q), int(d)): s for q, d, s in zip(streamed.gq, streamed.gdoc, streamed.score, strict=False)}
+        want = {(int(q), int(d)): s for q, d, s in zip(joined.gq, joined.gdoc, joined.score, strict=False)}
         assert got == want, (method, norm, depth, ties)
         # grouped by query, score descending within each query
         assert (np.diff(streamed.gq) >= 0).all()
         same = np.diff(streamed.gq) == 0
         assert (np.diff(streamed.score)[same] <= 0).all()
         fused = fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights, warn=False)
-        assert as_dict(fused) == as_dict(fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights,
-                                              warn=False, top_k=10_000))
+        assert as_dict(fused) == as_dict(
+            fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights, warn=False, top_k=10_000)
+        )
 
 
 def test_fused_run_caches_match_a_fresh_run():
@@ -419,7 +465,10 @@ def test_fused_run_caches_match_a_fresh_run():
     np.testing.assert_array_equal(fused.scores, fresh.scores)
     np.testing.assert_array_equal(fused.doc_keys[0], fresh.doc_keys[0])
     assert fused.doc_keys[1] == fresh.doc_keys[1]
-    rows = [(q, d, 1) for q, d in zip(fresh.table["qid"].to_pylist()[::3], fresh.table["docid"].to_pylist()[::3])]
+    rows = [
+        (q, d, 1)
+        for q, d in zip(fresh.table["qid"].to_pylist()[::3], fresh.table["docid"].to_pylist()[::3], strict=False)
+    ]
     qrels = Qrels.from_frame(pd.DataFrame(rows, columns=["qid", "docid", "relevance"]))
     for policy in ("trec", "expected"):
         a = evaluate([fused], qrels, ["ndcg@10", "mrr", "map"], ties=policy).aggregate

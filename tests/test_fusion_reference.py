@@ -47,9 +47,14 @@ def normalised(scores: list[float], norm: str | None) -> list[float]:
     return [s / top if top > 0 else 0.0 for s in scores]
 
 
-def reference_fuse(runs: list[dict[str, dict[str, float]]], method: str, k: float, weights: list[float],
-                   norm: str | None, depth: int | None
-                   ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple]]]:
+def reference_fuse(
+    runs: list[dict[str, dict[str, float]]],
+    method: str,
+    k: float,
+    weights: list[float],
+    norm: str | None,
+    depth: int | None,
+) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple]]]:
     """(fused score, multiset of its contributions) per query and document."""
     queries = sorted({q for run in runs for q in run})
     out: dict[str, dict[str, float]] = {}
@@ -61,7 +66,7 @@ def reference_fuse(runs: list[dict[str, dict[str, float]]], method: str, k: floa
             lengths.append(len(order))
             ranks.append({d: r + 1 for r, d in enumerate(order)})
             vals = normalised([run[q][d] for d in order], norm if method not in ("rrf", "isr", "borda") else None)
-            values.append(dict(zip(order, vals)))
+            values.append(dict(zip(order, vals, strict=False)))
         docs = {d for rk in ranks for d in rk}
         n_cand = len(docs)
         out[q], parts[q] = {}, {}
@@ -75,13 +80,22 @@ def reference_fuse(runs: list[dict[str, dict[str, float]]], method: str, k: floa
                 v = [weights[i] / ranks[i][d] ** 2 for i in members]
                 score = n_d * sum(v)
             elif method == "borda":
-                v = [weights[i] * ((n_cand - ranks[i][d] + 1) if d in ranks[i] else (n_cand - lengths[i] + 1) / 2)
-                     for i in range(len(runs))]
+                v = [
+                    weights[i] * ((n_cand - ranks[i][d] + 1) if d in ranks[i] else (n_cand - lengths[i] + 1) / 2)
+                    for i in range(len(runs))
+                ]
                 score = sum(v)
             else:
                 v = [weights[i] * values[i][d] for i in members]
-                score = {"combsum": sum(v), "wsum": sum(v), "combmnz": n_d * sum(v), "combanz": sum(v) / n_d,
-                         "combmax": max(v), "combmin": min(v), "combmed": statistics.median(v)}[method]
+                score = {
+                    "combsum": sum(v),
+                    "wsum": sum(v),
+                    "combmnz": n_d * sum(v),
+                    "combanz": sum(v) / n_d,
+                    "combmax": max(v),
+                    "combmin": min(v),
+                    "combmed": statistics.median(v),
+                }[method]
             out[q][d] = score
             parts[q][d] = tuple(v) if method == "borda" else tuple(sorted(v))  # Borda: per input
     return out, parts
@@ -125,11 +139,18 @@ def to_run(name: str, run: dict[str, dict[str, float]], shuffle: bool) -> Run:
 @hypothesis_settings(max_examples=300)
 def test_fuse_matches_the_literal_reference(case):
     runs, method, norm, weights, depth, k, shuffle = case
-    fused = fuse([to_run(f"r{i}", r, shuffle) for i, r in enumerate(runs)], method, k=k, weights=weights,
-                 norm=norm, depth=depth, warn=False)
+    fused = fuse(
+        [to_run(f"r{i}", r, shuffle) for i, r in enumerate(runs)],
+        method,
+        k=k,
+        weights=weights,
+        norm=norm,
+        depth=depth,
+        warn=False,
+    )
     want, parts = reference_fuse(runs, method, k, weights, norm, depth)
     got: dict[str, dict[str, float]] = {}
-    for q, d, s in zip(*(fused.table[c].to_pylist() for c in ("qid", "docid", "score"))):
+    for q, d, s in zip(*(fused.table[c].to_pylist() for c in ("qid", "docid", "score")), strict=False):
         got.setdefault(q, {})[d] = s
     assert got.keys() == want.keys()
     for q in want:

@@ -106,10 +106,16 @@ def test_gzip_name_is_shown_without_gz(load):
         ("r.tsv", b"qid\tdocid\tscore\trank\nq1\td1\t3.5\t1\nq1\td2\t2.0\t2\nq2\td1\t-1.25\t1\n"),
         ("r.csv", b"query_id,doc_id,score,rank\nq1,d1,3.5,1\nq1,d2,2.0,2\nq2,d1,-1.25,1\n"),
         ("r.csv", b'qid,docid,score,rank\n"q1","d1",3.5,1\nq1,d2,2.0,2\nq2,d1,-1.25,1\n'),
-        ("r.jsonl", b'{"qid": "q1", "docid": "d1", "score": 3.5, "rank": 1}\n{"qid": "q1", "docid": "d2", '
-                    b'"score": 2, "rank": 2}\n\n{"qid": "q2", "docid": "d1", "score": -1.25, "rank": 1}\n'),
-        ("r.jsonl", b'{"qid": "q1", "docid": "d1", "score": 3.5, "rank": 1}\r\n{"qid": "q1", "docid": "d2", '
-                    b'"score": 2, "rank": 2}\r\n{"qid": "q2", "docid": "d1", "score": -1.25, "rank": 1}\r\n'),
+        (
+            "r.jsonl",
+            b'{"qid": "q1", "docid": "d1", "score": 3.5, "rank": 1}\n{"qid": "q1", "docid": "d2", '
+            b'"score": 2, "rank": 2}\n\n{"qid": "q2", "docid": "d1", "score": -1.25, "rank": 1}\n',
+        ),
+        (
+            "r.jsonl",
+            b'{"qid": "q1", "docid": "d1", "score": 3.5, "rank": 1}\r\n{"qid": "q1", "docid": "d2", '
+            b'"score": 2, "rank": 2}\r\n{"qid": "q2", "docid": "d1", "score": -1.25, "rank": 1}\r\n',
+        ),
     ],
 )
 def test_delimited_and_jsonl_runs(load, filename, content):
@@ -119,8 +125,9 @@ def test_delimited_and_jsonl_runs(load, filename, content):
 
 
 def test_parquet_run(load):
-    frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["d1", "d2", "d1"], "score": [3.5, 2.0, -1.25],
-                          "rank": [1, 2, 1]})
+    frame = pd.DataFrame(
+        {"qid": ["q1", "q1", "q2"], "docid": ["d1", "d2", "d1"], "score": [3.5, 2.0, -1.25], "rank": [1, 2, 1]}
+    )
     (run,) = load(read_runs, parquet_bytes(frame), "r.parquet")
     assert rows_of(run) == ROWS
     tagged = frame.assign(tag=["A", "B", "A"])
@@ -139,8 +146,7 @@ def test_parquet_run_validation_names_the_row(load):
 
 
 def test_several_tags_become_several_runs(load):
-    content = (b"q1 Q0 d1 1 3 bm25\nq1 Q0 d1 1 0.9 dense\nq1 Q0 d2 2 2 bm25\n"
-               b"q2 Q0 d3 1 0.5 dense\nq2 Q0 d1 1 1 bm25\n")
+    content = b"q1 Q0 d1 1 3 bm25\nq1 Q0 d1 1 0.9 dense\nq1 Q0 d2 2 2 bm25\nq2 Q0 d3 1 0.5 dense\nq2 Q0 d1 1 1 bm25\n"
     runs = load(read_runs, content, "mixed.trec")
     assert [r.name for r in runs] == ["bm25", "dense"]  # order of first appearance
     bm25, dense = runs
@@ -162,8 +168,11 @@ def test_run_names(load):
     [
         ("r.csv", b"qid,docid,rank\nq1,d1,1\nq1,d2,2\nq2,d7,1\n"),
         ("r.tsv", b"qid\tdocid\trank\nq1\td1\t1\nq1\td2\t2\nq2\td7\t1\n"),
-        ("r.jsonl", b'{"qid":"q1","docid":"d1","rank":1}\n{"qid":"q1","docid":"d2","rank":2}\n'
-                    b'{"qid":"q2","docid":"d7","rank":1}\n'),
+        (
+            "r.jsonl",
+            b'{"qid":"q1","docid":"d1","rank":1}\n{"qid":"q1","docid":"d2","rank":2}\n'
+            b'{"qid":"q2","docid":"d7","rank":1}\n',
+        ),
     ],
 )
 def test_rank_only_gives_score_minus_rank(load, filename, content):
@@ -202,32 +211,62 @@ BAD_RUNS = [
     ("csv-non-numeric", "r.csv", b"qid,docid,score\nq1,d1,3\nq1,d2,abc\n", (3,), "score 'abc'"),
     ("tsv-non-numeric", "r.tsv", b"qid\tdocid\tscore\nq1\td1\t3\n\nq1\td2\tx\n", (4,), "score 'x'"),
     ("csv-non-numeric-rank", "r.csv", b"qid,docid,rank\nq1,d1,1\nq1,d2,two\n", (3,), "rank 'two'"),
-    ("jsonl-non-numeric", "r.jsonl", b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"d2","score":"x"}\n',
-     (2,), "score 'x'"),
+    (
+        "jsonl-non-numeric",
+        "r.jsonl",
+        b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"d2","score":"x"}\n',
+        (2,),
+        "score 'x'",
+    ),
     ("trec-nan", "r.trec", TREC + b"q2 Q0 d3 2 nan runA\n", (4,), "finite"),
     ("trec-NaN-tabs", "r.trec", (TREC + b"q2 Q0 d3 2 NaN runA\n").replace(b" ", b"\t"), (4,), "finite"),
     ("trec-inf", "r.trec", TREC + b"q2 Q0 d3 2 inf runA\n", (4,), "finite"),
     ("trec-minus-inf", "r.trec", b"\n" + TREC + b"q2 Q0 d3 2 -inf runA\n", (5,), "finite"),
     ("csv-nan", "r.csv", b"qid,docid,score\nq1,d1,3\nq1,d2,NaN\n", (3,), "finite"),
     ("csv-inf", "r.csv", b"qid,docid,score\nq1,d1,inf\nq1,d2,1\n", (2,), "finite"),
-    ("jsonl-nan", "r.jsonl", b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"d2","score":NaN}\n', (2,),
-     "score"),
+    (
+        "jsonl-nan",
+        "r.jsonl",
+        b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"d2","score":NaN}\n',
+        (2,),
+        "score",
+    ),
     ("jsonl-infinity", "r.jsonl", b'{"qid":"q1","docid":"d1","score":Infinity}\n', (1,), "finite"),
     ("trec-duplicate", "r.trec", TREC + b"q1 Q0 d1 3 1.0 runA\n", (1, 4), "'d1' appears twice"),
-    ("trec-duplicate-blank-crlf", "r.trec", (b"\n" + TREC + b"\n\nq1 Q0 d2 3 1.0 runA\n").replace(b"\n", b"\r\n"),
-     (3, 7), "'d2' appears twice"),
+    (
+        "trec-duplicate-blank-crlf",
+        "r.trec",
+        (b"\n" + TREC + b"\n\nq1 Q0 d2 3 1.0 runA\n").replace(b"\n", b"\r\n"),
+        (3, 7),
+        "'d2' appears twice",
+    ),
     ("trec-duplicate-tabs", "r.trec", (TREC + b"\nq2 Q0 d1 3 1.0 runA\n").replace(b" ", b"\t"), (3, 5), "twice"),
-    ("trec-duplicate-other-tag", "r.trec", TREC + b"q1 Q0 d1 1 1.0 runB\nq1 Q0 d9 1 1.0 runB\nq1 Q0 d9 2 0.5 runB\n",
-     (5, 6), "'d9' appears twice"),
+    (
+        "trec-duplicate-other-tag",
+        "r.trec",
+        TREC + b"q1 Q0 d1 1 1.0 runB\nq1 Q0 d9 1 1.0 runB\nq1 Q0 d9 2 0.5 runB\n",
+        (5, 6),
+        "'d9' appears twice",
+    ),
     ("csv-duplicate", "r.csv", b"qid,docid,score\r\n\r\nq1,d1,3\r\nq2,d1,3\r\nq1,d1,2\r\n", (3, 5), "twice"),
     ("tsv-duplicate", "r.tsv", b"qid\tdocid\tscore\nq1\td1\t3\nq1\td1\t2\n", (2, 3), "twice"),
-    ("jsonl-duplicate", "r.jsonl", b'\n{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"d1","score":2}\n',
-     (2, 3), "twice"),
+    (
+        "jsonl-duplicate",
+        "r.jsonl",
+        b'\n{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"d1","score":2}\n',
+        (2, 3),
+        "twice",
+    ),
     ("numeric-docid-duplicate", "r.trec", b"1 Q0 7 1 3 A\n1 Q0 70 2 2 A\n1 Q0 7 3 1 A\n", (1, 3), "'7' appears twice"),
     ("trec-undecodable", "r.trec", TREC + b"q2 Q0 d\xe9 2 1.0 runA\n", (4,), "undecodable byte 0xe9"),
     ("csv-undecodable", "r.csv", b"qid,docid,score\nq1,d1,3\nq1,d\xff,2\n", (3,), "undecodable byte 0xff"),
-    ("jsonl-undecodable", "r.jsonl", b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"\xc3(","score":2}\n',
-     (2,), "undecodable"),
+    (
+        "jsonl-undecodable",
+        "r.jsonl",
+        b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","docid":"\xc3(","score":2}\n',
+        (2,),
+        "undecodable",
+    ),
     ("jsonl-invalid", "r.jsonl", b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1",\n', (2,), "invalid JSON"),
     ("jsonl-missing-key", "r.jsonl", b'{"qid":"q1","docid":"d1","score":1}\n{"qid":"q1","score":2}\n', (2,), "docid"),
     ("csv-empty-docid", "r.csv", b"qid,docid,score\nq1,d1,3\nq1,,2\n", (3,), "empty docid"),
@@ -248,8 +287,15 @@ def test_bad_run_names_file_and_lines(load, filename, content, lines, words):
 
 @pytest.mark.parametrize(
     "filename, content",
-    [("r.trec", b""), ("r.trec", b"\n  \n\t\n"), ("r.csv", b""), ("r.jsonl", b"\n"), ("r.tsv", b"\r\n"),
-     ("r.csv", b"qid,docid,score\n"), ("r.csv", b"qid,docid,score\n\n")],
+    [
+        ("r.trec", b""),
+        ("r.trec", b"\n  \n\t\n"),
+        ("r.csv", b""),
+        ("r.jsonl", b"\n"),
+        ("r.tsv", b"\r\n"),
+        ("r.csv", b"qid,docid,score\n"),
+        ("r.csv", b"qid,docid,score\n\n"),
+    ],
 )
 def test_empty_run_file(load, filename, content):
     with pytest.raises(DataError) as info:
@@ -293,8 +339,11 @@ QRELS_ROWS = [("q1", "d1", 1), ("q1", "d2", 0), ("q2", "d1", 2), ("q2", "d5", -1
         ("q.csv", b"qid,docid,relevance\nq1,d1,1\nq1,d2,0\nq2,d1,2\nq2,d5,-1\n"),
         ("q.csv", b"query_id,iter,doc_id,grade\nq1,0,d1,1\nq1,0,d2,0\nq2,0,d1,2\nq2,0,d5,-1\n"),
         ("q.tsv", b"qid\tdocid\trelevance\nq1\td1\t1\nq1\td2\t0\nq2\td1\t2\nq2\td5\t-1\n"),
-        ("q.jsonl", b'{"qid":"q1","docid":"d1","relevance":1}\n{"qid":"q1","docid":"d2","relevance":0}\n'
-                    b'{"qid":"q2","docid":"d1","relevance":2}\n{"qid":"q2","docid":"d5","relevance":-1}\n'),
+        (
+            "q.jsonl",
+            b'{"qid":"q1","docid":"d1","relevance":1}\n{"qid":"q1","docid":"d2","relevance":0}\n'
+            b'{"qid":"q2","docid":"d1","relevance":2}\n{"qid":"q2","docid":"d5","relevance":-1}\n',
+        ),
     ],
 )
 def test_qrels_formats(load, filename, content):
@@ -307,9 +356,13 @@ def test_qrels_formats(load, filename, content):
 
 
 def test_parquet_qrels(load):
-    frame = pd.DataFrame({"qid": ["q1", "q1", "q2", "q2"], "docid": ["d1", "d2", "d1", "d5"], "relevance": [1, 0, 2, -1]})
-    assert load(read_qrels, parquet_bytes(frame), "q.parquet").to_dict() == {"q1": {"d1": 1, "d2": 0},
-                                                                            "q2": {"d1": 2, "d5": -1}}
+    frame = pd.DataFrame(
+        {"qid": ["q1", "q1", "q2", "q2"], "docid": ["d1", "d2", "d1", "d5"], "relevance": [1, 0, 2, -1]}
+    )
+    assert load(read_qrels, parquet_bytes(frame), "q.parquet").to_dict() == {
+        "q1": {"d1": 1, "d2": 0},
+        "q2": {"d1": 2, "d5": -1},
+    }
 
 
 BAD_QRELS = [
@@ -320,8 +373,13 @@ BAD_QRELS = [
     ("csv-fraction", "q.csv", b"qid,docid,relevance\nq1,d1,1\r\n\r\nq1,d2,2.5\r\n", (4,), "2.5 is not an integer"),
     ("csv-empty-grade", "q.csv", b"qid,docid,relevance\nq1,d1,1\nq1,d2,\n", (3,), "relevance"),
     ("tsv-word", "q.tsv", b"qid\tdocid\trelevance\nq1\td1\t1\nq1\td2\thigh\n", (3,), "not an integer"),
-    ("jsonl-fraction", "q.jsonl", b'{"qid":"q1","docid":"d1","relevance":1}\n{"qid":"q1","docid":"d2","relevance":0.5}\n',
-     (2,), "0.5 is not an integer"),
+    (
+        "jsonl-fraction",
+        "q.jsonl",
+        b'{"qid":"q1","docid":"d1","relevance":1}\n{"qid":"q1","docid":"d2","relevance":0.5}\n',
+        (2,),
+        "0.5 is not an integer",
+    ),
     ("trec-huge", "q.txt", QRELS + b"q3 0 d1 99999999999999999999\n", (5,), "'99999999999999999999' is too large"),
     ("trec-fraction-mixed", "q.txt", QRELS + b"q3 0 d1 1.0\nq3 0 d2 0.5\n", (6,), "'0.5' is not an integer"),
     ("trec-3-columns", "q.txt", QRELS + b"q3 d1 1\n", (5,), "3 column"),
@@ -350,7 +408,9 @@ def test_trec_qrels_accept_integral_grades_written_with_a_fraction(load):
     assert dotted == plain == {"q1": {"d1": 1, "d2": 0}, "q2": {"d1": 2}}
 
 
-@pytest.mark.parametrize("filename, content", [("q.txt", b""), ("q.txt", b" \n\n"), ("q.csv", b"qid,docid,relevance\n")])
+@pytest.mark.parametrize(
+    "filename, content", [("q.txt", b""), ("q.txt", b" \n\n"), ("q.csv", b"qid,docid,relevance\n")]
+)
 def test_empty_qrels_file(load, filename, content):
     with pytest.raises(DataError) as info:
         load(read_qrels, content, filename)
@@ -366,7 +426,10 @@ def test_chunk_map_formats(load):
         ("m.csv", b"chunk_id,doc_id\nc1,D1\nc2,D1\nc3,D2\n"),
         ("m.tsv", b"chunk_id\tdoc_id\r\nc1\tD1\r\nc2\tD1\r\nc3\tD2\r\n"),
         ("m.csv", b"docid,doc_id\nc1,D1\nc2,D1\nc3,D2\n"),
-        ("m.jsonl", b'{"chunk_id":"c1","doc_id":"D1"}\n{"chunk_id":"c2","doc_id":"D1"}\n{"chunk_id":"c3","doc_id":"D2"}\n'),
+        (
+            "m.jsonl",
+            b'{"chunk_id":"c1","doc_id":"D1"}\n{"chunk_id":"c2","doc_id":"D1"}\n{"chunk_id":"c3","doc_id":"D2"}\n',
+        ),
         ("m.txt", b"c1 D1\nc2\tD1\nc3  D2\n"),
     ]:
         frame = load(read_chunk_map, content, filename)
@@ -381,11 +444,16 @@ def test_chunk_map_duplicate_chunk_names_both_lines(load):
 
 
 def test_collapse_keeps_each_documents_best_ranked_chunk():
-    run = Run.from_frame(pd.DataFrame({
-        "qid": ["q"] * 6 + ["r"] * 3,
-        "docid": ["c1", "c2", "c3", "c4", "c5", "c6", "c1", "c3", "c4"],
-        "score": [1.0, 3.0, 2.0, 0.5, 0.7, 2.5, 0.1, 0.3, 0.2],
-    }), "chunks")
+    run = Run.from_frame(
+        pd.DataFrame(
+            {
+                "qid": ["q"] * 6 + ["r"] * 3,
+                "docid": ["c1", "c2", "c3", "c4", "c5", "c6", "c1", "c3", "c4"],
+                "score": [1.0, 3.0, 2.0, 0.5, 0.7, 2.5, 0.1, 0.3, 0.2],
+            }
+        ),
+        "chunks",
+    )
     chunk_map = pd.DataFrame({"chunk_id": ["c1", "c2", "c3", "c4", "c6"], "doc_id": ["A", "A", "B", "B", "C"]})
     docs = collapse_chunks(run, chunk_map)
     assert docs.name == "chunks (documents)"
@@ -393,15 +461,23 @@ def test_collapse_keeps_each_documents_best_ranked_chunk():
     got = [(q, d, s) for q, d, s in frame[["qid", "docid", "score"]].itertuples(index=False, name=None)]
     # q: A via c2 (3.0), C via c6 (2.5), B via c3 (2.0), c5 unmapped keeps its id (0.7)
     # r: B via c3 (0.3, best of c3/c4), A via c1 (0.1)
-    assert got == [("q", "A", 3.0), ("q", "C", 2.5), ("q", "B", 2.0), ("q", "c5", 0.7), ("r", "B", 0.3), ("r", "A", 0.1)]
+    assert got == [
+        ("q", "A", 3.0),
+        ("q", "C", 2.5),
+        ("q", "B", 2.0),
+        ("q", "c5", 0.7),
+        ("r", "B", 0.3),
+        ("r", "A", 0.1),
+    ]
     assert collapse_chunks(run, chunk_map, name="docs").name == "docs"
 
 
 def test_collapse_with_tied_chunks_and_evaluation():
     """Tied chunks of one document collapse to one row; evaluating the collapsed run against
     document-level qrels counts each source document once (recall over unique documents)."""
-    run = Run.from_frame(pd.DataFrame({
-        "qid": ["q"] * 4, "docid": ["a#1", "a#2", "b#1", "z#9"], "score": [2.0, 2.0, 1.0, 1.0]}), "chunks")
+    run = Run.from_frame(
+        pd.DataFrame({"qid": ["q"] * 4, "docid": ["a#1", "a#2", "b#1", "z#9"], "score": [2.0, 2.0, 1.0, 1.0]}), "chunks"
+    )
     chunk_map = pd.DataFrame({"chunk_id": ["a#1", "a#2", "b#1", "z#9"], "doc_id": ["A", "A", "B", "Z"]})
     docs = collapse_chunks(run, chunk_map)
     assert sorted(rows_of(docs)) == [("q", "A", 2.0), ("q", "B", 1.0), ("q", "Z", 1.0)]
@@ -417,8 +493,9 @@ def test_collapse_with_tied_chunks_and_evaluation():
 # Answers
 # ---------------------------------------------------------------------------------------
 def test_answers_csv_with_several_references(load):
-    content = (b'qid,prediction,reference\nq1,Paris,Paris\nq1,Paris,"Paris, France"\n'
-               b"q2,42,forty-two\nq1,Paris,City of Light\n")
+    content = (
+        b'qid,prediction,reference\nq1,Paris,Paris\nq1,Paris,"Paris, France"\nq2,42,forty-two\nq1,Paris,City of Light\n'
+    )
     frame = load(read_answers, content, "a.csv")
     assert frame["qid"].tolist() == ["q1", "q2"]
     assert frame["prediction"].tolist() == ["Paris", "42"]
@@ -426,9 +503,11 @@ def test_answers_csv_with_several_references(load):
 
 
 def test_answers_jsonl_and_tsv(load):
-    content = ('{"qid": "q1", "prediction": "Paris", "references": ["Paris", "City of Light"]}\n'
-               '\n{"qid": 2, "prediction": "x", "reference": "y"}\n'
-               '{"qid": "q3", "prediction": "line\u2028separator", "answers": ["a\u2028b"]}\n').encode()
+    content = (
+        '{"qid": "q1", "prediction": "Paris", "references": ["Paris", "City of Light"]}\n'
+        '\n{"qid": 2, "prediction": "x", "reference": "y"}\n'
+        '{"qid": "q3", "prediction": "line\u2028separator", "answers": ["a\u2028b"]}\n'
+    ).encode()
     frame = load(read_answers, content, "a.jsonl")
     assert frame["qid"].tolist() == ["q1", "2", "q3"]
     assert frame["references"].tolist() == [["Paris", "City of Light"], ["y"], ["a\u2028b"]]
@@ -444,7 +523,7 @@ def test_answers_jsonl_and_tsv(load):
         ("a.csv", b"qid,prediction,reference\nq1,Paris\n", 2),
         ("a.jsonl", b'{"qid": "q1", "prediction": "x", "reference": "y"}\n{"qid": "q2", "prediction": "x"}\n', 2),
         ("a.jsonl", b'{"qid": "q1", "prediction": "x", "reference": "y"}\n{"qid": \n', 2),
-        ("a.jsonl", b'[1, 2]\n', 1),
+        ("a.jsonl", b"[1, 2]\n", 1),
         ("a.csv", b"qid,prediction,reference\nq1,Paris,Par\xe9\n", 2),
     ],
 )
@@ -465,11 +544,13 @@ def test_jsonl_runs_allow_unicode_line_separators_inside_strings(load):
 def test_write_trec_run_round_trips(tmp_path):
     rng = np.random.default_rng(5)
     n = 300
-    frame = pd.DataFrame({
-        "qid": rng.choice(["q1", "q2", "q10", "é"], size=n),
-        "docid": [f"d{i}" for i in rng.permutation(n)],
-        "score": np.concatenate([rng.choice([0.5, 1.0, 1 / 3], size=n // 2), rng.normal(size=n - n // 2) * 1e-7]),
-    })
+    frame = pd.DataFrame(
+        {
+            "qid": rng.choice(["q1", "q2", "q10", "é"], size=n),
+            "docid": [f"d{i}" for i in rng.permutation(n)],
+            "score": np.concatenate([rng.choice([0.5, 1.0, 1 / 3], size=n // 2), rng.normal(size=n - n // 2) * 1e-7]),
+        }
+    )
     frame.loc[0, "score"] = 0.1 + 0.2
     frame.loc[1, "score"] = -1e300
     frame.loc[2, "score"] = 5e-324
@@ -481,11 +562,22 @@ def test_write_trec_run_round_trips(tmp_path):
     back = read_run(text.encode(), filename="out.trec")
     assert back.name == "my_system"
     assert sorted(rows_of(back), key=lambda r: (r[0], r[1])) == sorted(
-        [(q, d, s, r) for q, d, s, r in run.sorted_frame("trec")[["qid", "docid", "score", "rank"]].itertuples(
-            index=False, name=None)], key=lambda r: (r[0], r[1]))
+        [
+            (q, d, s, r)
+            for q, d, s, r in run.sorted_frame("trec")[["qid", "docid", "score", "rank"]].itertuples(
+                index=False, name=None
+            )
+        ],
+        key=lambda r: (r[0], r[1]),
+    )
     # ranks are the trec order 1..n per query, and scores survive bit for bit
-    assert back.sorted_frame("given")[["qid", "docid"]].values.tolist() == run.sorted_frame("trec")[["qid", "docid"]].values.tolist()
-    assert dict(zip(back.to_frame()["docid"], back.to_frame()["score"])) == dict(zip(frame["docid"], frame["score"]))
+    assert (
+        back.sorted_frame("given")[["qid", "docid"]].values.tolist()
+        == run.sorted_frame("trec")[["qid", "docid"]].values.tolist()
+    )
+    assert dict(zip(back.to_frame()["docid"], back.to_frame()["score"], strict=False)) == dict(
+        zip(frame["docid"], frame["score"], strict=False)
+    )
     path = tmp_path / "out.trec"
     assert write_trec_run(run, path, tag="other tag") is None
     assert read_run(str(path)).name == "other_tag"
@@ -495,8 +587,10 @@ def test_write_trec_run_round_trips(tmp_path):
 
 
 def test_write_trec_run_given_order():
-    run = Run.from_frame(pd.DataFrame({"qid": ["q", "q", "q"], "docid": ["a", "b", "c"], "score": [1.0, 2.0, 1.0],
-                                       "rank": [3, 1, 2]}), "r")
+    run = Run.from_frame(
+        pd.DataFrame({"qid": ["q", "q", "q"], "docid": ["a", "b", "c"], "score": [1.0, 2.0, 1.0], "rank": [3, 1, 2]}),
+        "r",
+    )
     text = write_trec_run(run, ties="given")
     assert [line.split()[2] for line in text.splitlines()] == ["b", "c", "a"]
     assert [line.split()[3] for line in text.splitlines()] == ["1", "2", "3"]
@@ -509,12 +603,21 @@ def test_evaluating_a_read_run_matches_the_in_memory_run(load):
 
     content = b"q1 Q0 d1 1 1 r\nq1 Q0 d2 2 1 r\nq1 Q0 d3 3 0.5 r\nq2 Q0 d9 1 2 r\n"
     qrels_bytes = b"q1 0 d2 1\nq1 0 d3 2\nq2 0 d1 1\nq3 0 d1 1\n"
-    parsed = evaluate(load(read_run, content, "r.trec"), load(read_qrels, qrels_bytes, "q.txt"),
-                      "mrr,ndcg@2,map", ties="expected").aggregate.iloc[0]
-    memory = Run.from_frame(pd.DataFrame({"qid": ["q1", "q1", "q1", "q2"], "docid": ["d1", "d2", "d3", "d9"],
-                                          "score": [1.0, 1.0, 0.5, 2.0]}), "r")
-    expected = evaluate(memory, Qrels.from_dict({"q1": {"d2": 1, "d3": 2}, "q2": {"d1": 1}, "q3": {"d1": 1}}),
-                        "mrr,ndcg@2,map", ties="expected").aggregate.iloc[0]
+    parsed = evaluate(
+        load(read_run, content, "r.trec"), load(read_qrels, qrels_bytes, "q.txt"), "mrr,ndcg@2,map", ties="expected"
+    ).aggregate.iloc[0]
+    memory = Run.from_frame(
+        pd.DataFrame(
+            {"qid": ["q1", "q1", "q1", "q2"], "docid": ["d1", "d2", "d3", "d9"], "score": [1.0, 1.0, 0.5, 2.0]}
+        ),
+        "r",
+    )
+    expected = evaluate(
+        memory,
+        Qrels.from_dict({"q1": {"d2": 1, "d3": 2}, "q2": {"d1": 1}, "q3": {"d1": 1}}),
+        "mrr,ndcg@2,map",
+        ties="expected",
+    ).aggregate.iloc[0]
     assert parsed.tolist() == pytest.approx(expected.tolist(), abs=1e-15)
     assert parsed["mrr"] == pytest.approx((0.75 + 0 + 0) / 3)
     assert not math.isnan(parsed["map"])
@@ -528,15 +631,24 @@ def test_write_trec_run_lines_follow_sorted_frame(ties):
     from core.fusion import fuse
 
     rng = np.random.default_rng(11)
-    frame = pd.DataFrame({"qid": rng.choice(["q9", "q1", "q5"], size=200), "docid": [f"d{i % 60}" for i in range(200)],
-                          "score": rng.integers(0, 4, size=200).astype(float)})
+    frame = pd.DataFrame(
+        {
+            "qid": rng.choice(["q9", "q1", "q5"], size=200),
+            "docid": [f"d{i % 60}" for i in range(200)],
+            "score": rng.integers(0, 4, size=200).astype(float),
+        }
+    )
     frame = frame.drop_duplicates(["qid", "docid"])
     frame["rank"] = frame.groupby("qid").cumcount() + 1
     a = Run.from_frame(frame, "a")
     b = Run.from_frame(frame.sample(frac=1.0, random_state=2), "b")
     for run in (a, fuse([a, b], "rrf")):
-        expected = [(q, "Q0", d, str(r), s, "t") for q, d, r, s in
-                    run.sorted_frame(ties)[["qid", "docid", "rank", "score"]].itertuples(index=False, name=None)]
+        expected = [
+            (q, "Q0", d, str(r), s, "t")
+            for q, d, r, s in run.sorted_frame(ties)[["qid", "docid", "rank", "score"]].itertuples(
+                index=False, name=None
+            )
+        ]
         written = [line.split(" ") for line in write_trec_run(run, tag="t", ties=ties).splitlines()]
         assert [(q, q0, d, r, float(s), t) for q, q0, d, r, s, t in written] == expected
 

@@ -74,8 +74,25 @@ def test_parse_metric(text, family, k, policy, name):
 
 @pytest.mark.parametrize(
     "text",
-    ["", "foo", "foo@10", "hits", "success", "recall", "precision", "P", "ndcg@0", "mrr@-1", "rprec@5",
-     "ndcg@10x", "ndcg@@10", "map@1.5", "ndcg@", "@10", "mrr@10@20"],
+    [
+        "",
+        "foo",
+        "foo@10",
+        "hits",
+        "success",
+        "recall",
+        "precision",
+        "P",
+        "ndcg@0",
+        "mrr@-1",
+        "rprec@5",
+        "ndcg@10x",
+        "ndcg@@10",
+        "map@1.5",
+        "ndcg@",
+        "@10",
+        "mrr@10@20",
+    ],
 )
 def test_parse_metric_errors(text):
     with pytest.raises(MetricError) as info:
@@ -189,21 +206,46 @@ SCENARIOS = {
 # name: (MTRR, {k: TMHits@k}, trec RR, given RR (the notebook's "traditional": stable by index),
 #        optimistic RR, pessimistic RR)
 EXPECTED = {
-    "No Ties": (Fraction(1, 2), {1: 0, 2: 1, 3: 1, 5: 1}, Fraction(1, 2), Fraction(1, 2), Fraction(1, 2), Fraction(1, 2)),
+    "No Ties": (
+        Fraction(1, 2),
+        {1: 0, 2: 1, 3: 1, 5: 1},
+        Fraction(1, 2),
+        Fraction(1, 2),
+        Fraction(1, 2),
+        Fraction(1, 2),
+    ),
     # doc2 shares ranks 2-3 with doc3: (1/2 + 1/3) / 2; trec puts doc3 (greater docid) first
-    "Simple Tie": (Fraction(5, 12), {1: 0, 2: Fraction(1, 2), 3: 1, 5: 1}, Fraction(1, 3), Fraction(1, 2),
-                   Fraction(1, 2), Fraction(1, 3)),
+    "Simple Tie": (
+        Fraction(5, 12),
+        {1: 0, 2: Fraction(1, 2), 3: 1, 5: 1},
+        Fraction(1, 3),
+        Fraction(1, 2),
+        Fraction(1, 2),
+        Fraction(1, 3),
+    ),
     # doc2 anywhere in ranks 1-3: (1 + 1/2 + 1/3) / 3; trec: doc3 doc2 doc1
-    "Complex Tie": (Fraction(11, 18), {1: Fraction(1, 3), 2: Fraction(2, 3), 3: 1, 5: 1}, Fraction(1, 2),
-                    Fraction(1, 2), Fraction(1), Fraction(1, 3)),
+    "Complex Tie": (
+        Fraction(11, 18),
+        {1: Fraction(1, 3), 2: Fraction(2, 3), 3: 1, 5: 1},
+        Fraction(1, 2),
+        Fraction(1, 2),
+        Fraction(1),
+        Fraction(1, 3),
+    ),
     # doc3 shares ranks 2-3 with doc2; trec: doc3 first; file order: doc2 first
-    "Multiple Ties": (Fraction(5, 12), {1: 0, 2: Fraction(1, 2), 3: 1, 5: 1}, Fraction(1, 2), Fraction(1, 3),
-                      Fraction(1, 2), Fraction(1, 3)),
+    "Multiple Ties": (
+        Fraction(5, 12),
+        {1: 0, 2: Fraction(1, 2), 3: 1, 5: 1},
+        Fraction(1, 2),
+        Fraction(1, 3),
+        Fraction(1, 2),
+        Fraction(1, 3),
+    ),
 }
 
 
 def _scenario_run():
-    rows = [(name, d, s) for name, (scores, _) in SCENARIOS.items() for d, s in zip(DOCS, scores)]
+    rows = [(name, d, s) for name, (scores, _) in SCENARIOS.items() for d, s in zip(DOCS, scores, strict=False)]
     qrels = Qrels.from_dict({name: {d: int(d == rel) for d in DOCS} for name, (_, rel) in SCENARIOS.items()})
     return run_of(rows, name="notebook"), qrels
 
@@ -260,7 +302,7 @@ def test_large_tie_groups_are_exact(n, r):
     terms go through lgamma differences, which lose ~1e-12 relative at n = 2000."""
     run = run_of([("q", f"d{i}", 1.0) for i in range(n)] + [("q", "tail", 0.0)])
     relevant = [f"d{i}" for i in range(0, n, max(n // r, 1))][:r]
-    qrels = Qrels.from_dict({"q": {d: 1 for d in relevant}})
+    qrels = Qrels.from_dict({"q": dict.fromkeys(relevant, 1)})
     total = math.comb(n, r)
     rr = sum(Fraction(math.comb(n - x, r - 1), total) / x for x in range(1, n - r + 2))
     hits10 = 1 - Fraction(math.comb(n - r, 10), math.comb(n, 10))
@@ -276,7 +318,9 @@ def test_large_tie_groups_are_exact(n, r):
 # ---------------------------------------------------------------------------------------
 def _tie_example():
     # q1: scores 3 3 | 2 | 1 1 1 -> groups of 2, 1, 3 ; q2: 1 2 3, no ties (file order reversed)
-    rows = [("q1", d, s) for d, s in zip("abcdef", [3, 3, 2, 1, 1, 1])] + [("q2", d, s) for d, s in zip("xyz", [1, 2, 3])]
+    rows = [("q1", d, s) for d, s in zip("abcdef", [3, 3, 2, 1, 1, 1], strict=False)] + [
+        ("q2", d, s) for d, s in zip("xyz", [1, 2, 3], strict=False)
+    ]
     return run_of(rows)
 
 
@@ -342,13 +386,13 @@ def test_to_json_shape():
     for run_name in ("A", "B"):
         assert list(payload["aggregate"][run_name]) == names
         assert list(payload["per_query"][run_name]) == ["q1", "q2", "q3"]  # every qrels query
-        for qid, metrics in payload["per_query"][run_name].items():
+        for metrics in payload["per_query"][run_name].values():
             assert list(metrics) == names and all(type(v) is float for v in metrics.values())
         for m in names:
             mean = sum(payload["per_query"][run_name][q][m] for q in ("q1", "q2", "q3")) / 3
             assert payload["aggregate"][run_name][m] == pytest.approx(mean)
     assert payload["per_query"]["A"]["q1"]["mtrr@10"] == 0.75
-    assert payload["per_query"]["B"]["q3"] == {m: 0.0 for m in names}
+    assert payload["per_query"]["B"]["q3"] == dict.fromkeys(names, 0.0)
 
 
 def test_duplicate_run_names_do_not_silently_merge():

@@ -15,19 +15,30 @@ import sys
 import warnings
 
 import numpy as np
+import oracle
 import pytest
 import pytrec_eval
 from hypothesis import given
 
-import oracle
 from core.metrics import evaluate, parse_metric
 
 CUTOFFS = (1, 2, 3, 5, 10)
 _CUTS = ",".join(map(str, CUTOFFS))
-TREC_MEASURES = {"recip_rank", "ndcg", "map", "Rprec", *(f"{m}.{_CUTS}" for m in ("P", "recall", "ndcg_cut", "map_cut", "success"))}
+TREC_MEASURES = {
+    "recip_rank",
+    "ndcg",
+    "map",
+    "Rprec",
+    *(f"{m}.{_CUTS}" for m in ("P", "recall", "ndcg_cut", "map_cut", "success")),
+}
 #: trec_eval's output keys; RankLens parses these very spellings (P_5, ndcg_cut_10, ...)
-TREC_KEYS = ["recip_rank", "ndcg", "map", "Rprec",
-             *(f"{m}_{k}" for m in ("P", "recall", "ndcg_cut", "map_cut", "success") for k in CUTOFFS)]
+TREC_KEYS = [
+    "recip_rank",
+    "ndcg",
+    "map",
+    "Rprec",
+    *(f"{m}_{k}" for m in ("P", "recall", "ndcg_cut", "map_cut", "success") for k in CUTOFFS),
+]
 TOL = 1e-9
 
 
@@ -55,8 +66,9 @@ def _trec_eval(qrels, run, rel_level, *, isolated=False):
     if not isolated:
         return pytrec_eval.RelevanceEvaluator(qrels, TREC_MEASURES, relevance_level=rel_level).evaluate(run)
     job = json.dumps([[qrels, run, sorted(TREC_MEASURES), rel_level]])
-    done = subprocess.run([sys.executable, "-c", _ISOLATED], input=job, capture_output=True, text=True,
-                          timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _ISOLATED], input=job, capture_output=True, text=True, timeout=120, check=True
+    )
     return json.loads(done.stdout)[0]
 
 
@@ -102,7 +114,7 @@ def _random_rows(rng: np.random.Generator, n_queries: int, max_docs: int, decima
         if q % 7 == 0:  # one big tie group (exercises the chunked docid comparison)
             scores[:] = 0.5
         ranks = rng.permutation(n) + 1
-        rows.extend((f"Q{q}", d, float(s), int(r)) for d, s, r in zip(docs, scores, ranks))
+        rows.extend((f"Q{q}", d, float(s), int(r)) for d, s, r in zip(docs, scores, ranks, strict=False))
         judged = [d for d in docs if rng.random() < 0.5] + [f"unret{j}" for j in range(int(rng.integers(0, 3)))]
         if judged and q % 11:
             qrels[f"Q{q}"] = {d: int(rng.integers(-1, 4)) for d in judged}
@@ -144,13 +156,18 @@ def test_trec_order_is_bytewise_docid_descending():
 # ---------------------------------------------------------------------------------------
 RANX_CUTOFFS = (1, 3, 5, 10)
 #: RankLens name -> ranx name (ranx "hits" counts relevant documents; "hit_rate" is success)
-RANX = {"mrr": "mrr", "ndcg": "ndcg", "map": "map", "rprec": "r-precision",
-        **{f"mrr@{k}": f"mrr@{k}" for k in RANX_CUTOFFS},
-        **{f"hits@{k}": f"hit_rate@{k}" for k in RANX_CUTOFFS},
-        **{f"recall@{k}": f"recall@{k}" for k in RANX_CUTOFFS},
-        **{f"precision@{k}": f"precision@{k}" for k in RANX_CUTOFFS},
-        **{f"ndcg@{k}": f"ndcg@{k}" for k in RANX_CUTOFFS},
-        **{f"map@{k}": f"map@{k}" for k in RANX_CUTOFFS}}
+RANX = {
+    "mrr": "mrr",
+    "ndcg": "ndcg",
+    "map": "map",
+    "rprec": "r-precision",
+    **{f"mrr@{k}": f"mrr@{k}" for k in RANX_CUTOFFS},
+    **{f"hits@{k}": f"hit_rate@{k}" for k in RANX_CUTOFFS},
+    **{f"recall@{k}": f"recall@{k}" for k in RANX_CUTOFFS},
+    **{f"precision@{k}": f"precision@{k}" for k in RANX_CUTOFFS},
+    **{f"ndcg@{k}": f"ndcg@{k}" for k in RANX_CUTOFFS},
+    **{f"map@{k}": f"map@{k}" for k in RANX_CUTOFFS},
+}
 
 
 def _ranx_scores(rows, qrels, names: dict[str, str]):
@@ -168,8 +185,9 @@ def _check_against_ranx(rows, qrels, rel_level):
         # ranx's "-l2" also drops lower grades from nDCG's ideal ranking (trec_eval does not)
         names = {m: f"{r}-l{rel_level}" for m, r in names.items() if not m.startswith("ndcg")}
     theirs = _ranx_scores(rows, qrels, names)
-    ours = oracle.per_query_dict(evaluate(oracle.make_run(rows), oracle.make_qrels(qrels), list(names),
-                                          ties="expected", rel_level=rel_level))
+    ours = oracle.per_query_dict(
+        evaluate(oracle.make_run(rows), oracle.make_qrels(qrels), list(names), ties="expected", rel_level=rel_level)
+    )
     for metric, per_query in theirs.items():
         assert set(per_query) == set(qrels)
         for qid, want in per_query.items():
@@ -188,10 +206,15 @@ def _many_small_queries(rng, n_queries, doc_pool, *, ties):
             scores = rng.choice(oracle.TIE_SCORES, size=len(docs))
         else:
             scores = rng.permutation(40)[: len(docs)] / 4.0
-        rows.extend((f"q{q}", str(d), float(s), None) for d, s in zip(docs, scores))
+        rows.extend((f"q{q}", str(d), float(s), None) for d, s in zip(docs, scores, strict=False))
         judged = {str(d): int(rng.choice(oracle.GRADES)) for d in docs if rng.random() < 0.6}
-        judged.update({str(d): int(rng.choice(oracle.GRADES)) for d in rng.choice(oracle.EXTRA_POOL, size=2)
-                       if rng.random() < 0.5})
+        judged.update(
+            {
+                str(d): int(rng.choice(oracle.GRADES))
+                for d in rng.choice(oracle.EXTRA_POOL, size=2)
+                if rng.random() < 0.5
+            }
+        )
         if judged and rng.random() < 0.9:
             qrels[f"q{q}"] = judged
     qrels.update({f"missing{j}": {str(doc_pool[j]): int(rng.choice(oracle.GRADES))} for j in range(5)})

@@ -32,8 +32,9 @@ def test_randomisation_exact_small_case():
 
 
 def test_compare_runs_baseline():
-    per_query = pd.DataFrame({"run": ["x"] * 3 + ["y"] * 3, "qid": ["1", "2", "3"] * 2,
-                              "m": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]})
+    per_query = pd.DataFrame(
+        {"run": ["x"] * 3 + ["y"] * 3, "qid": ["1", "2", "3"] * 2, "m": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6]}
+    )
     out = compare_runs(per_query, ["m"], baseline="x", test="t-test")
     assert list(out[["run_a", "run_b"]].iloc[0]) == ["x", "y"]
     assert out["delta"].iloc[0] == pytest.approx(0.3)

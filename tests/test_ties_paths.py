@@ -59,12 +59,20 @@ def test_locate_agrees_with_ranked():
 def test_numeric_docids_packed_index_finds_duplicates_and_judgements():
     from core.errors import DataError
 
-    frame = pd.DataFrame({"qid": ["7", "7", "7", "9", "9"], "docid": ["0", "12", "8841822", "12", "5"],
-                          "score": [3.0, 2.0, 2.0, 1.0, 0.5]})
+    frame = pd.DataFrame(
+        {
+            "qid": ["7", "7", "7", "9", "9"],
+            "docid": ["0", "12", "8841822", "12", "5"],
+            "score": [3.0, 2.0, 2.0, 1.0, 0.5],
+        }
+    )
     run = Run.from_frame(frame, "n")
     assert run.key_index.doc_bits is not None  # canonical integers: packed (query, docid, row) keys
-    qrels = Qrels.from_frame(pd.DataFrame({"qid": ["7", "7", "9", "9", "8"], "docid": ["12", "012", "12", "x", "12"],
-                                           "relevance": [1, 1, 2, 1, 1]}))
+    qrels = Qrels.from_frame(
+        pd.DataFrame(
+            {"qid": ["7", "7", "9", "9", "8"], "docid": ["12", "012", "12", "x", "12"], "relevance": [1, 1, 2, 1, 1]}
+        )
+    )
     from core.metrics import judged_rows
 
     rows, grades = judged_rows(run, qrels)

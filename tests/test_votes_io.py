@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 
@@ -13,14 +14,42 @@ from core.errors import DataError
 from core.io import read_votes
 
 ROWS = [
-    {"model_a": "gpt-x", "model_b": "claude-y", "winner": "model_a", "judge": "human", "category": "coding",
-     "timestamp": "2025-01-02T03:04:05Z", "weight": 1.0},
-    {"model_a": "claude-y", "model_b": "llama-z", "winner": "llama-z", "judge": "human", "category": "math",
-     "timestamp": "2025-01-03", "weight": 2.0},
-    {"model_a": "llama-z", "model_b": "gpt-x", "winner": "Tie", "judge": "bot", "category": "coding",
-     "timestamp": "2025-01-04", "weight": 0.5},
-    {"model_a": "gpt-x", "model_b": "llama-z", "winner": "tie (bothbad)", "judge": "bot", "category": "math",
-     "timestamp": "2025-01-05", "weight": 1.0},
+    {
+        "model_a": "gpt-x",
+        "model_b": "claude-y",
+        "winner": "model_a",
+        "judge": "human",
+        "category": "coding",
+        "timestamp": "2025-01-02T03:04:05Z",
+        "weight": 1.0,
+    },
+    {
+        "model_a": "claude-y",
+        "model_b": "llama-z",
+        "winner": "llama-z",
+        "judge": "human",
+        "category": "math",
+        "timestamp": "2025-01-03",
+        "weight": 2.0,
+    },
+    {
+        "model_a": "llama-z",
+        "model_b": "gpt-x",
+        "winner": "Tie",
+        "judge": "bot",
+        "category": "coding",
+        "timestamp": "2025-01-04",
+        "weight": 0.5,
+    },
+    {
+        "model_a": "gpt-x",
+        "model_b": "llama-z",
+        "winner": "tie (bothbad)",
+        "judge": "bot",
+        "category": "math",
+        "timestamp": "2025-01-05",
+        "weight": 1.0,
+    },
 ]
 EXPECTED_WINNERS = ["model_a", "model_b", "tie", "tie (bothbad)"]
 
@@ -39,8 +68,10 @@ def _parquet() -> bytes:
     return buf.getvalue()
 
 
-@pytest.mark.parametrize("maker,filename", [(_csv, "v.csv"), (_jsonl, "v.jsonl"), (_parquet, "v.parquet"),
-                                            (_csv, None), (_jsonl, None), (_parquet, None)])
+@pytest.mark.parametrize(
+    "maker,filename",
+    [(_csv, "v.csv"), (_jsonl, "v.jsonl"), (_parquet, "v.parquet"), (_csv, None), (_jsonl, None), (_parquet, None)],
+)
 def test_formats_agree(maker, filename):
     votes = read_votes(maker(), filename=filename)
     frame = votes.to_frame()
@@ -77,8 +108,12 @@ def test_path_text_and_minimal_columns(tmp_path):
         (b"model_a,model_b,winner,weight\na,b,a,-2\n", "v.csv", 2, "weight"),
         (b"model_a,model_b,winner,weight\na,b,a,heavy\n", "v.csv", 2, "weight"),
         (b"model_a,model_b,winner,timestamp\na,b,a,2025-01-01\na,b,a,someday\n", "v.csv", 3, "timestamp"),
-        (b'{"model_a":"a","model_b":"b","winner":"a"}\n\n{"model_a":"a","model_b":"b","winner":"c"}\n',
-         "v.jsonl", 3, "unknown winner"),
+        (
+            b'{"model_a":"a","model_b":"b","winner":"a"}\n\n{"model_a":"a","model_b":"b","winner":"c"}\n',
+            "v.jsonl",
+            3,
+            "unknown winner",
+        ),
         (b'{"model_a":"a","model_b":"b","winner":"a"}\n{"model_a":"a",\n', "v.jsonl", 2, "invalid JSON"),
         (b'{"model_a":"a","model_b":"b","winner":"a"}\n{"model_a":"a","winner":"tie"}\n', "v.jsonl", 2, "model_b"),
         (b'{"model_a":"a","model_b":"a","winner":"a"}\n', "v.jsonl", 1, "itself"),
@@ -111,7 +146,7 @@ def test_empty_inputs():
 def test_votes_container_is_immutable_and_validated():
     votes = Votes.from_frame(pd.DataFrame({"model_a": ["a"], "model_b": ["b"], "winner": ["b"]}))
     assert votes.to_frame().winner.tolist() == ["model_b"]
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         votes.name = "other"  # frozen dataclass
     with pytest.raises(DataError, match="missing"):
         Votes.from_frame(pd.DataFrame({"model_a": ["a"], "model_b": ["b"]}))

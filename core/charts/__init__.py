@@ -8,8 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 PALETTE: list[str] = [
-    "#3b6ea8", "#e07b39", "#4c9a6a", "#b5534f", "#7d68a8", "#8c7a5b",
-    "#c46ea0", "#6f7b86", "#a9a23f", "#3fa3b0",
+    "#3b6ea8",
+    "#e07b39",
+    "#4c9a6a",
+    "#b5534f",
+    "#7d68a8",
+    "#8c7a5b",
+    "#c46ea0",
+    "#6f7b86",
+    "#a9a23f",
+    "#3fa3b0",
 ]
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu"
@@ -29,8 +37,7 @@ def base_layout(**overrides: Any) -> dict[str, Any]:
     title = overrides.pop("title", None)
     if title is not None:
         text = title if isinstance(title, str) else title.get("text", "")
-        layout["title"] = dict(text=text, x=0.0, xanchor="left", y=0.985, yanchor="top",
-                               font=dict(size=16))
+        layout["title"] = dict(text=text, x=0.0, xanchor="left", y=0.985, yanchor="top", font=dict(size=16))
     layout.update(overrides)
     return layout
 

@@ -40,10 +40,24 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
     # tie groups of the fused list: shaded bands
     ties = fused[fused["tie_size"] > 1].groupby("tie_group")["fused_rank"].agg(["min", "max"])
     for _, row in ties.iterrows():
-        fig.add_shape(type="rect", x0=n_in - 0.35, x1=n_in + 0.35, y0=row["min"] - 0.45, y1=row["max"] + 0.45,
-                      fillcolor="rgba(224,123,57,0.18)", line=dict(color="rgba(224,123,57,0.8)", width=1), layer="below")
-        fig.add_annotation(x=n_in + 0.42, y=(row["min"] + row["max"]) / 2, text=f"tie x{int(row['max'] - row['min'] + 1)}",
-                           showarrow=False, xanchor="left", font=dict(size=10, color="#b5534f"))
+        fig.add_shape(
+            type="rect",
+            x0=n_in - 0.35,
+            x1=n_in + 0.35,
+            y0=row["min"] - 0.45,
+            y1=row["max"] + 0.45,
+            fillcolor="rgba(224,123,57,0.18)",
+            line=dict(color="rgba(224,123,57,0.8)", width=1),
+            layer="below",
+        )
+        fig.add_annotation(
+            x=n_in + 0.42,
+            y=(row["min"] + row["max"]) / 2,
+            text=f"tie x{int(row['max'] - row['min'] + 1)}",
+            showarrow=False,
+            xanchor="left",
+            font=dict(size=10, color="#b5534f"),
+        )
     for doc in sorted(shown, key=lambda d: (fused.set_index("docid")["fused_rank"].get(d, 1e9), d)):
         rows = sub[sub["docid"] == doc]
         xs, ys = [], []
@@ -61,23 +75,39 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
             f"{r.input}: rank {'-' if pd.isna(r.input_rank) else int(r.input_rank)}, contribution {r.contribution:.4g}"
             for r in rows.itertuples()
         )
-        text = (f"<b>{doc}</b>{' (relevant)' if doc in relevant else ''}<br>fused rank {int(frank)}, "
-                f"score {rows['fused_score'].iloc[0]:.6g}<br>{hover}")
+        text = (
+            f"<b>{doc}</b>{' (relevant)' if doc in relevant else ''}<br>fused rank {int(frank)}, "
+            f"score {rows['fused_score'].iloc[0]:.6g}<br>{hover}"
+        )
         colour = colours.get(doc, "#b0b7bf")
-        fig.add_trace(go.Scatter(
-            x=xs, y=ys, mode="lines+markers", name=str(doc), showlegend=False,
-            line=dict(color=colour, width=2 if in_fused else 1, dash="solid" if in_fused else "dot"),
-            marker=dict(size=9, symbol="circle" if doc in relevant else "circle-open", color=colour),
-            hovertext=text, hoverinfo="text",
-        ))
-    fig.update_layout(**base_layout(
-        title=f"Query {qid}: where each document moved (top {depth})",
-        height=max(360, 24 * depth + 120),
-        xaxis=dict(tickmode="array", tickvals=list(range(n_in + 1)), ticktext=[*inputs, "<b>fused</b>"],
-                   range=[-0.5, n_in + 0.9], showgrid=False),
-        yaxis=dict(title="rank", autorange="reversed", dtick=1 if depth <= 30 else None, zeroline=False),
-        hovermode="closest",
-    ))
+        fig.add_trace(
+            go.Scatter(
+                x=xs,
+                y=ys,
+                mode="lines+markers",
+                name=str(doc),
+                showlegend=False,
+                line=dict(color=colour, width=2 if in_fused else 1, dash="solid" if in_fused else "dot"),
+                marker=dict(size=9, symbol="circle" if doc in relevant else "circle-open", color=colour),
+                hovertext=text,
+                hoverinfo="text",
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            title=f"Query {qid}: where each document moved (top {depth})",
+            height=max(360, 24 * depth + 120),
+            xaxis=dict(
+                tickmode="array",
+                tickvals=list(range(n_in + 1)),
+                ticktext=[*inputs, "<b>fused</b>"],
+                range=[-0.5, n_in + 0.9],
+                showgrid=False,
+            ),
+            yaxis=dict(title="rank", autorange="reversed", dtick=1 if depth <= 30 else None, zeroline=False),
+            hovermode="closest",
+        )
+    )
     return fig
 
 
@@ -85,17 +115,34 @@ def k_sweep_figure(sweep: pd.DataFrame, metric: str, chosen_k: float | None = No
     """Metric vs k (log x), one line per tie policy, from `core.fusion.sweep_k`."""
     fig = go.Figure()
     for i, (policy, frame) in enumerate(sweep.groupby("policy", sort=False)):
-        fig.add_trace(go.Scatter(x=frame["k"], y=frame["value"], mode="lines+markers", name=str(policy),
-                                 line=dict(color=PALETTE[i % len(PALETTE)])))
+        fig.add_trace(
+            go.Scatter(
+                x=frame["k"],
+                y=frame["value"],
+                mode="lines+markers",
+                name=str(policy),
+                line=dict(color=PALETTE[i % len(PALETTE)]),
+            )
+        )
     if chosen_k is not None and len(sweep):
         # a trace, not add_vline: shapes on a log axis take log10 coordinates, which put the
         # marker at 10^k and stretched the axis to 10^60
         lo, hi = float(sweep["value"].min()), float(sweep["value"].max())
-        fig.add_trace(go.Scatter(x=[chosen_k, chosen_k], y=[lo, hi], mode="lines+text", name=f"chosen k = {chosen_k:g}",
-                                 text=["", f"k={chosen_k:g}"], textposition="top right",
-                                 line=dict(color="#6f7b86", dash="dash"), hoverinfo="skip"))
-    fig.update_layout(**base_layout(title=f"{metric} of RRF as k varies", xaxis=dict(title="k", type="log"),
-                                    yaxis=dict(title=metric)))
+        fig.add_trace(
+            go.Scatter(
+                x=[chosen_k, chosen_k],
+                y=[lo, hi],
+                mode="lines+text",
+                name=f"chosen k = {chosen_k:g}",
+                text=["", f"k={chosen_k:g}"],
+                textposition="top right",
+                line=dict(color="#6f7b86", dash="dash"),
+                hoverinfo="skip",
+            )
+        )
+    fig.update_layout(
+        **base_layout(title=f"{metric} of RRF as k varies", xaxis=dict(title="k", type="log"), yaxis=dict(title=metric))
+    )
     return fig
 
 
@@ -103,13 +150,22 @@ def weight_sweep_figure(sweep: pd.DataFrame, metric: str, names: tuple[str, str]
     """Metric vs alpha, the first run's weight (the second gets 1 - alpha)."""
     fig = go.Figure()
     for i, (policy, frame) in enumerate(sweep.groupby("policy", sort=False)):
-        fig.add_trace(go.Scatter(x=frame["alpha"], y=frame["value"], mode="lines+markers", name=str(policy),
-                                 line=dict(color=PALETTE[i % len(PALETTE)])))
-    fig.update_layout(**base_layout(
-        title=f"{metric} as the weight moves from {names[1]} (0) to {names[0]} (1)",
-        xaxis=dict(title=f"weight of {names[0]} (alpha); {names[1]} gets 1 - alpha", range=[-0.02, 1.02]),
-        yaxis=dict(title=metric),
-    ))
+        fig.add_trace(
+            go.Scatter(
+                x=frame["alpha"],
+                y=frame["value"],
+                mode="lines+markers",
+                name=str(policy),
+                line=dict(color=PALETTE[i % len(PALETTE)]),
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            title=f"{metric} as the weight moves from {names[1]} (0) to {names[0]} (1)",
+            xaxis=dict(title=f"weight of {names[0]} (alpha); {names[1]} gets 1 - alpha", range=[-0.02, 1.02]),
+            yaxis=dict(title=metric),
+        )
+    )
     return fig
 
 

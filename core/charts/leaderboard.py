@@ -14,32 +14,58 @@ def rating_intervals(table: pd.DataFrame, title: str = "Ratings with confidence 
     ``table`` needs model, rating, ci_low, ci_high (optional provisional)."""
     t = table.sort_values("rating", ascending=True)
     has_ci = t["ci_low"].notna().all() and t["ci_high"].notna().all()
-    err = dict(type="data", symmetric=False, array=(t["ci_high"] - t["rating"]).to_numpy(),
-               arrayminus=(t["rating"] - t["ci_low"]).to_numpy(), color=PALETTE[0], thickness=1.5, width=4) \
-        if has_ci else None
+    err = (
+        dict(
+            type="data",
+            symmetric=False,
+            array=(t["ci_high"] - t["rating"]).to_numpy(),
+            arrayminus=(t["rating"] - t["ci_low"]).to_numpy(),
+            color=PALETTE[0],
+            thickness=1.5,
+            width=4,
+        )
+        if has_ci
+        else None
+    )
     colors = [PALETTE[1] if p else PALETTE[0] for p in t.get("provisional", pd.Series(False, index=t.index))]
-    fig = go.Figure(go.Scatter(
-        x=t["rating"], y=t["model"], mode="markers", marker=dict(size=9, color=colors), error_x=err,
-        customdata=np.column_stack([t["ci_low"], t["ci_high"]]),
-        hovertemplate="%{y}<br>rating %{x:.1f}<br>CI %{customdata[0]:.1f} – %{customdata[1]:.1f}<extra></extra>",
-        name="rating",
-    ))
+    fig = go.Figure(
+        go.Scatter(
+            x=t["rating"],
+            y=t["model"],
+            mode="markers",
+            marker=dict(size=9, color=colors),
+            error_x=err,
+            customdata=np.column_stack([t["ci_low"], t["ci_high"]]),
+            hovertemplate="%{y}<br>rating %{x:.1f}<br>CI %{customdata[0]:.1f} – %{customdata[1]:.1f}<extra></extra>",
+            name="rating",
+        )
+    )
     fig.update_layout(**base_layout(title=title, height=max(320, 26 * len(t) + 120), showlegend=False))
     fig.update_xaxes(title="rating")
     fig.update_yaxes(title=None, categoryorder="array", categoryarray=t["model"].tolist())
     return fig
 
 
-def _heatmap(matrix: pd.DataFrame, title: str, fmt: str, colorscale, zmin=None, zmax=None,
-             label: str = "value") -> go.Figure:
+def _heatmap(
+    matrix: pd.DataFrame, title: str, fmt: str, colorscale, zmin=None, zmax=None, label: str = "value"
+) -> go.Figure:
     z = matrix.to_numpy(dtype=float)
     text = np.where(np.isnan(z), "", np.vectorize(lambda v: format(v, fmt))(np.nan_to_num(z)))
-    fig = go.Figure(go.Heatmap(
-        z=z, x=matrix.columns.tolist(), y=matrix.index.tolist(), colorscale=colorscale, zmin=zmin, zmax=zmax,
-        text=text, texttemplate="%{text}" if len(matrix) <= 25 else None, hoverongaps=False,
-        hovertemplate="%{y} vs %{x}<br>" + label + " %{z:" + fmt + "}<extra></extra>",
-        colorbar=dict(title=label),
-    ))
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=matrix.columns.tolist(),
+            y=matrix.index.tolist(),
+            colorscale=colorscale,
+            zmin=zmin,
+            zmax=zmax,
+            text=text,
+            texttemplate="%{text}" if len(matrix) <= 25 else None,
+            hoverongaps=False,
+            hovertemplate="%{y} vs %{x}<br>" + label + " %{z:" + fmt + "}<extra></extra>",
+            colorbar=dict(title=label),
+        )
+    )
     size = max(420, 28 * len(matrix) + 160)
     fig.update_layout(**base_layout(title=title, height=size))
     fig.update_xaxes(title="opponent", side="bottom", tickangle=-45)
@@ -62,14 +88,15 @@ def predicted_win_heatmap(predicted: pd.DataFrame) -> go.Figure:
     return _heatmap(predicted, "Predicted win probability", ".2f", "RdBu", 0.0, 1.0, "P(win)")
 
 
-def bootstrap_distribution(samples: pd.Series, rating: float, ci_low: float, ci_high: float,
-                           model: str) -> go.Figure:
+def bootstrap_distribution(samples: pd.Series, rating: float, ci_low: float, ci_high: float, model: str) -> go.Figure:
     """Histogram of one model's bootstrap ratings with the point estimate and interval marked."""
-    fig = go.Figure(go.Histogram(x=samples.to_numpy(), nbinsx=40, marker_color=PALETTE[0], opacity=0.8,
-                                 name="bootstrap"))
+    fig = go.Figure(
+        go.Histogram(x=samples.to_numpy(), nbinsx=40, marker_color=PALETTE[0], opacity=0.8, name="bootstrap")
+    )
     for x, dash, label in ((rating, "solid", "rating"), (ci_low, "dash", "CI low"), (ci_high, "dash", "CI high")):
-        fig.add_vline(x=x, line=dict(color=PALETTE[1], dash=dash, width=2), annotation_text=label,
-                      annotation_position="top")
+        fig.add_vline(
+            x=x, line=dict(color=PALETTE[1], dash=dash, width=2), annotation_text=label, annotation_position="top"
+        )
     fig.update_layout(**base_layout(title=f"Bootstrap distribution: {model}", height=360, showlegend=False))
     fig.update_xaxes(title="rating")
     fig.update_yaxes(title="rounds")
@@ -80,17 +107,39 @@ def fitted_vs_true(table: pd.DataFrame, truth: dict[str, float]) -> go.Figure:
     """Fitted ratings (with intervals) against the generator's true ratings, with y = x."""
     t = table[table["model"].isin(truth)].copy()
     t["true"] = t["model"].map(truth)
-    lo, hi = float(min(t["true"].min(), t["ci_low"].min(skipna=True) if t["ci_low"].notna().any() else t["rating"].min())), \
-        float(max(t["true"].max(), t["ci_high"].max(skipna=True) if t["ci_high"].notna().any() else t["rating"].max()))
-    err = dict(type="data", symmetric=False, array=(t["ci_high"] - t["rating"]).to_numpy(),
-               arrayminus=(t["rating"] - t["ci_low"]).to_numpy(), color=PALETTE[0]) \
-        if t["ci_low"].notna().all() else None
+    lo, hi = (
+        float(min(t["true"].min(), t["ci_low"].min(skipna=True) if t["ci_low"].notna().any() else t["rating"].min())),
+        float(max(t["true"].max(), t["ci_high"].max(skipna=True) if t["ci_high"].notna().any() else t["rating"].max())),
+    )
+    err = (
+        dict(
+            type="data",
+            symmetric=False,
+            array=(t["ci_high"] - t["rating"]).to_numpy(),
+            arrayminus=(t["rating"] - t["ci_low"]).to_numpy(),
+            color=PALETTE[0],
+        )
+        if t["ci_low"].notna().all()
+        else None
+    )
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#9aa5b1", dash="dot"),
-                             name="y = x", hoverinfo="skip"))
-    fig.add_trace(go.Scatter(x=t["true"], y=t["rating"], mode="markers", marker=dict(size=9, color=PALETTE[0]),
-                             error_y=err, text=t["model"], name="models",
-                             hovertemplate="%{text}<br>true %{x:.1f}<br>fitted %{y:.1f}<extra></extra>"))
+    fig.add_trace(
+        go.Scatter(
+            x=[lo, hi], y=[lo, hi], mode="lines", line=dict(color="#9aa5b1", dash="dot"), name="y = x", hoverinfo="skip"
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            x=t["true"],
+            y=t["rating"],
+            mode="markers",
+            marker=dict(size=9, color=PALETTE[0]),
+            error_y=err,
+            text=t["model"],
+            name="models",
+            hovertemplate="%{text}<br>true %{x:.1f}<br>fitted %{y:.1f}<extra></extra>",
+        )
+    )
     fig.update_layout(**base_layout(title="Fitted vs true rating (demo)", height=460))
     fig.update_xaxes(title="true rating")
     fig.update_yaxes(title="fitted rating")

@@ -27,24 +27,53 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None) -> go.Fig
         sub = table[table["metric"] == metric]
         labels = [wrap_label(r) for r in sub["run"]]
         r, c = i // cols + 1, i % cols + 1
-        fig.add_trace(go.Bar(
-            x=labels, y=sub["trec"], name="traditional (trec order)", marker_color=TRADITIONAL_COLOR,
-            legendgroup="trec", showlegend=i == 0,
-            hovertemplate="%{x}<br>traditional: %{y:.4f}<extra></extra>",
-        ), row=r, col=c)
-        fig.add_trace(go.Bar(
-            x=labels, y=sub["expected"], name="tie-aware (expected) with tie range",
-            marker_color=TIE_AWARE_COLOR, legendgroup="expected", showlegend=i == 0,
-            error_y=dict(type="data", symmetric=False, array=sub["optimistic"] - sub["expected"],
-                         arrayminus=sub["expected"] - sub["pessimistic"], color="#5b3b1f", thickness=1.4, width=5),
-            customdata=np.stack([sub["pessimistic"], sub["optimistic"]], axis=1),
-            hovertemplate="%{x}<br>tie-aware: %{y:.4f}<br>range: [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>",
-        ), row=r, col=c)
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=sub["trec"],
+                name="traditional (trec order)",
+                marker_color=TRADITIONAL_COLOR,
+                legendgroup="trec",
+                showlegend=i == 0,
+                hovertemplate="%{x}<br>traditional: %{y:.4f}<extra></extra>",
+            ),
+            row=r,
+            col=c,
+        )
+        fig.add_trace(
+            go.Bar(
+                x=labels,
+                y=sub["expected"],
+                name="tie-aware (expected) with tie range",
+                marker_color=TIE_AWARE_COLOR,
+                legendgroup="expected",
+                showlegend=i == 0,
+                error_y=dict(
+                    type="data",
+                    symmetric=False,
+                    array=sub["optimistic"] - sub["expected"],
+                    arrayminus=sub["expected"] - sub["pessimistic"],
+                    color="#5b3b1f",
+                    thickness=1.4,
+                    width=5,
+                ),
+                customdata=np.stack([sub["pessimistic"], sub["optimistic"]], axis=1),
+                hovertemplate="%{x}<br>tie-aware: %{y:.4f}<br>range: [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<extra></extra>",
+            ),
+            row=r,
+            col=c,
+        )
     height = 340 * rows + 110
     legend_y = 1.0 + 34 / (height - 170)  # above the subplot titles
-    fig.update_layout(**base_layout(barmode="group", height=height, title="Traditional vs tie-aware",
-                                    margin=dict(l=60, r=20, t=110, b=60),
-                                    legend=dict(orientation="h", yanchor="bottom", y=legend_y, xanchor="left", x=0)))
+    fig.update_layout(
+        **base_layout(
+            barmode="group",
+            height=height,
+            title="Traditional vs tie-aware",
+            margin=dict(l=60, r=20, t=110, b=60),
+            legend=dict(orientation="h", yanchor="bottom", y=legend_y, xanchor="left", x=0),
+        )
+    )
     fig.update_yaxes(rangemode="tozero")
     fig.update_xaxes(tickangle=0, automargin=True, tickfont=dict(size=11))
     return fig
@@ -57,19 +86,30 @@ def tie_gap_scatter(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
     """
     fig = go.Figure()
     for i, (run, sub) in enumerate(frame.groupby("run", sort=False)):
-        fig.add_trace(go.Scatter(
-            x=sub["tie_ratio"], y=sub["gap"], mode="markers", name=str(run),
-            marker=dict(color=PALETTE[i % len(PALETTE)], size=8, opacity=0.75, line=dict(width=0.5, color="white")),
-            customdata=np.stack([sub["qid"], sub["traditional"], sub["expected"]], axis=1),
-            hovertemplate=("query %{customdata[0]}<br>tie ratio %{x:.2f}<br>"
-                           f"|{metric_label} - expected {metric_label}| = " "%{y:.4f}<br>"
-                           "traditional %{customdata[1]:.4f} · expected %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"),
-        ))
-    fig.update_layout(**base_layout(
-        title=f"Where ties bite: |{metric_label} − expected {metric_label}| per query",
-        xaxis_title="tie ratio (share of the query's documents inside tie groups)",
-        yaxis_title=f"|{metric_label} − expected {metric_label}|", height=420,
-    ))
+        fig.add_trace(
+            go.Scatter(
+                x=sub["tie_ratio"],
+                y=sub["gap"],
+                mode="markers",
+                name=str(run),
+                marker=dict(color=PALETTE[i % len(PALETTE)], size=8, opacity=0.75, line=dict(width=0.5, color="white")),
+                customdata=np.stack([sub["qid"], sub["traditional"], sub["expected"]], axis=1),
+                hovertemplate=(
+                    "query %{customdata[0]}<br>tie ratio %{x:.2f}<br>"
+                    f"|{metric_label} - expected {metric_label}| = "
+                    "%{y:.4f}<br>"
+                    "traditional %{customdata[1]:.4f} · expected %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            title=f"Where ties bite: |{metric_label} − expected {metric_label}| per query",
+            xaxis_title="tie ratio (share of the query's documents inside tie groups)",
+            yaxis_title=f"|{metric_label} − expected {metric_label}|",
+            height=420,
+        )
+    )
     fig.update_xaxes(range=[-0.03, 1.03])
     return fig
 
@@ -82,10 +122,24 @@ def tie_size_histogram(distributions: dict[str, pd.DataFrame]) -> go.Figure:
     fig = go.Figure()
     for i, (run, dist) in enumerate(distributions.items()):
         d = dist[dist["size"] >= 2]
-        fig.add_trace(go.Bar(x=d["size"], y=d["groups"], name=run, marker_color=PALETTE[i % len(PALETTE)],
-                             hovertemplate="size %{x}: %{y} groups<extra>%{fullData.name}</extra>"))
-    fig.update_layout(**base_layout(barmode="group", title="Tie-group sizes (groups of 2 or more documents)",
-                                    xaxis_title="documents in the tie group", yaxis_title="groups", height=380))
+        fig.add_trace(
+            go.Bar(
+                x=d["size"],
+                y=d["groups"],
+                name=run,
+                marker_color=PALETTE[i % len(PALETTE)],
+                hovertemplate="size %{x}: %{y} groups<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            barmode="group",
+            title="Tie-group sizes (groups of 2 or more documents)",
+            xaxis_title="documents in the tie group",
+            yaxis_title="groups",
+            height=380,
+        )
+    )
     fig.update_yaxes(type="log", dtick=1)
     return fig
 

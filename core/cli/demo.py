@@ -11,8 +11,7 @@ from core.demo import DEMOS, load_demo
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("outdir", help="folder to write into (created if missing)")
-    parser.add_argument("--family", action="append", choices=sorted(DEMOS),
-                        help="demo family to write (default: all)")
+    parser.add_argument("--family", action="append", choices=sorted(DEMOS), help="demo family to write (default: all)")
 
 
 def _slug(name: str) -> str:

@@ -12,13 +12,22 @@ from core.ties import POLICIES
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--run", action="append", required=True, metavar="FILE",
-                        help="run file (TREC, CSV/TSV, JSONL, Parquet); repeat for several runs")
+    parser.add_argument(
+        "--run",
+        action="append",
+        required=True,
+        metavar="FILE",
+        help="run file (TREC, CSV/TSV, JSONL, Parquet); repeat for several runs",
+    )
     parser.add_argument("--qrels", required=True, metavar="FILE", help="qrels file (TREC or CSV/TSV)")
-    parser.add_argument("--metrics", default=",".join(DEFAULT_METRICS),
-                        help="comma-separated metrics, e.g. mrr@10,mtrr@10,ndcg@10 (default: %(default)s)")
-    parser.add_argument("--ties", default="trec", choices=POLICIES,
-                        help="tie policy for metrics that do not force one (default: trec)")
+    parser.add_argument(
+        "--metrics",
+        default=",".join(DEFAULT_METRICS),
+        help="comma-separated metrics, e.g. mrr@10,mtrr@10,ndcg@10 (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--ties", default="trec", choices=POLICIES, help="tie policy for metrics that do not force one (default: trec)"
+    )
     parser.add_argument("--rel-level", type=int, default=1, help="minimum grade counted as relevant (default: 1)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"))
     parser.add_argument("--per-query", action="store_true", help="with table/csv: print per-query rows")

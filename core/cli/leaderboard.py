@@ -22,11 +22,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--anchor-rating", type=float, default=1000.0, help="rating of the anchor (default 1000)")
     parser.add_argument("--ties", choices=["half", "davidson"], default="half", help="tie model (default half)")
     parser.add_argument("--l2", type=float, default=0.0, help="L2 penalty on natural strengths (default 0)")
-    parser.add_argument("--intervals", choices=["bootstrap", "sandwich"], default="bootstrap",
-                        help="interval method (default bootstrap)")
+    parser.add_argument(
+        "--intervals",
+        choices=["bootstrap", "sandwich"],
+        default="bootstrap",
+        help="interval method (default bootstrap)",
+    )
     parser.add_argument("--min-votes", type=int, default=0, metavar="N", help="list only models with >= N votes")
-    parser.add_argument("--half-life", type=float, default=None, metavar="DAYS",
-                        help="temporal decay: weight votes by 0.5 ** (age / DAYS) (needs timestamps)")
+    parser.add_argument(
+        "--half-life",
+        type=float,
+        default=None,
+        metavar="DAYS",
+        help="temporal decay: weight votes by 0.5 ** (age / DAYS) (needs timestamps)",
+    )
     parser.add_argument("--format", choices=["json", "csv", "table"], default="table", help="output format")
 
 

@@ -45,8 +45,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     st.add_argument("--max-chars", type=int, default=4000, help="truncate passages to N characters (0 = never)")
     st.add_argument("--strict", action="store_true", help="refuse passages over --max-chars instead of truncating")
     pv = parser.add_argument_group("provider")
-    pv.add_argument("--provider", choices=("auto", "openai", "lexical"), default="auto",
-                    help="auto = openai when an API key is set in the environment, else lexical")
+    pv.add_argument(
+        "--provider",
+        choices=("auto", "openai", "lexical"),
+        default="auto",
+        help="auto = openai when an API key is set in the environment, else lexical",
+    )
     pv.add_argument("--model", help="model name (Azure: the deployment)")
     pv.add_argument("--base-url", help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, ...)")
     pv.add_argument("--azure-endpoint")
@@ -88,10 +92,17 @@ def _candidates(args: argparse.Namespace):
 def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
     from core.rerank import parse_stages
 
-    table = {"rankgpt": {"window": args.window, "stride": args.stride}, "prp": {"passes": args.passes},
-             "tourrank": {"rounds": args.rounds, "seed": args.seed,
-                          "stages": parse_stages(args.stages) if args.stages else None},
-             "pointwise": {"scale": int(args.scale)}, "prp-allpairs": {"max_docs": args.max_docs}}
+    table = {
+        "rankgpt": {"window": args.window, "stride": args.stride},
+        "prp": {"passes": args.passes},
+        "tourrank": {
+            "rounds": args.rounds,
+            "seed": args.seed,
+            "stages": parse_stages(args.stages) if args.stages else None,
+        },
+        "pointwise": {"scale": int(args.scale)},
+        "prp-allpairs": {"max_docs": args.max_docs},
+    }
     return {k: v for k, v in table[strategy].items() if v is not None}
 
 
@@ -109,11 +120,23 @@ def _factory(args: argparse.Namespace, kind: str):
     def make():
         if kind == "lexical":
             return make_provider("lexical", scale=int(args.scale))
-        return make_provider("openai", model=args.model, base_url=args.base_url, azure_endpoint=args.azure_endpoint,
-                             azure_deployment=args.azure_deployment, api_version=args.api_version,
-                             temperature=args.temperature, json_mode=not args.no_json_mode, timeout=args.timeout,
-                             reasks=args.reasks, scale=int(args.scale), retry=RetryPolicy(max_retries=args.max_retries),
-                             cache_dir=args.cache_dir, no_cache=args.no_cache)
+        return make_provider(
+            "openai",
+            model=args.model,
+            base_url=args.base_url,
+            azure_endpoint=args.azure_endpoint,
+            azure_deployment=args.azure_deployment,
+            api_version=args.api_version,
+            temperature=args.temperature,
+            json_mode=not args.no_json_mode,
+            timeout=args.timeout,
+            reasks=args.reasks,
+            scale=int(args.scale),
+            retry=RetryPolicy(max_retries=args.max_retries),
+            cache_dir=args.cache_dir,
+            no_cache=args.no_cache,
+        )
+
     return make
 
 
@@ -131,10 +154,23 @@ def run(args: argparse.Namespace) -> int:
     if args.dry_run:
         rows = []
         for s in strategies:
-            est = estimate(s, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries],
-                           _params(args, s), prices)
-            rows.append({k: est[k] for k in ("strategy", "queries", "calls", "max_calls_per_query", "prompt_tokens",
-                                             "completion_tokens", "cost")})
+            est = estimate(
+                s, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], _params(args, s), prices
+            )
+            rows.append(
+                {
+                    k: est[k]
+                    for k in (
+                        "strategy",
+                        "queries",
+                        "calls",
+                        "max_calls_per_query",
+                        "prompt_tokens",
+                        "completion_tokens",
+                        "cost",
+                    )
+                }
+            )
         frame = pd.DataFrame(rows)
         emit_table(frame, args.format)
         return 0
@@ -142,13 +178,21 @@ def run(args: argparse.Namespace) -> int:
         removed = ReplyCache(args.cache_dir).clear()
         print(f"cleared {removed} cached replies from {args.cache_dir}", file=sys.stderr)
     make = _factory(args, kind)
-    options = dict(concurrency=args.concurrency, max_chars=args.max_chars or None, strict=args.strict,
-                   shuffle_seed=args.shuffle_seed, prices=prices)
+    options = dict(
+        concurrency=args.concurrency,
+        max_chars=args.max_chars or None,
+        strict=args.strict,
+        shuffle_seed=args.shuffle_seed,
+        prices=prices,
+    )
 
     def progress(state: dict[str, int]) -> None:
         if sys.stderr.isatty():
-            print(f"\r{state['done_queries']}/{state['total_queries']} queries, {state['done_calls']} calls",
-                  end="", file=sys.stderr)
+            print(
+                f"\r{state['done_queries']}/{state['total_queries']} queries, {state['done_calls']} calls",
+                end="",
+                file=sys.stderr,
+            )
 
     results = []
     for s in strategies:
@@ -189,9 +233,24 @@ def run(args: argparse.Namespace) -> int:
         emit_table(frame, args.format, json_payload=frame.to_dict(orient="records"))
     else:
         u = results[0].usage
-        keys = ["strategy", "queries", "failed_queries", "estimated_calls", "calls", "reasks", "invalid_rate",
-                "fallbacks", "cache_hits", "prompt_tokens", "completion_tokens", "cost", "call_p50_ms", "call_p95_ms",
-                "truncated", "wall_s"]
+        keys = [
+            "strategy",
+            "queries",
+            "failed_queries",
+            "estimated_calls",
+            "calls",
+            "reasks",
+            "invalid_rate",
+            "fallbacks",
+            "cache_hits",
+            "prompt_tokens",
+            "completion_tokens",
+            "cost",
+            "call_p50_ms",
+            "call_p95_ms",
+            "truncated",
+            "wall_s",
+        ]
         frame = pd.DataFrame([{k: u[k] for k in keys}])
         emit_table(frame, args.format, json_payload={k: u[k] for k in keys})
     all_failed = all(r.run is None for r in results)

@@ -19,9 +19,26 @@ import pyarrow as pa
 from core.data import Votes
 
 DEMO_MODELS = [
-    "orca-ultra", "nimbus-pro", "atlas-7", "lyra-large", "quill-2", "sage-instruct", "vega-mini",
-    "boreal-70b", "cobalt-chat", "delta-13b", "ember-lite", "fjord-8b", "gale-v3", "harbor-34b",
-    "iris-small", "juniper-1", "kestrel-4b", "lumen-base", "mistral-ish", "nova-tiny",
+    "orca-ultra",
+    "nimbus-pro",
+    "atlas-7",
+    "lyra-large",
+    "quill-2",
+    "sage-instruct",
+    "vega-mini",
+    "boreal-70b",
+    "cobalt-chat",
+    "delta-13b",
+    "ember-lite",
+    "fjord-8b",
+    "gale-v3",
+    "harbor-34b",
+    "iris-small",
+    "juniper-1",
+    "kestrel-4b",
+    "lumen-base",
+    "mistral-ish",
+    "nova-tiny",
 ]
 CATEGORIES = ["coding", "math", "creative writing", "general", "multilingual"]
 JUDGES = ["human", "llm-judge"]
@@ -79,7 +96,8 @@ def simulate_votes(
     if extras:
         cols["judge"] = pa.array(JUDGES, pa.string()).take(pa.array((rng.random(n_votes) < 0.2).astype(np.int64)))
         cols["category"] = pa.array(CATEGORIES, pa.string()).take(
-            pa.array(rng.choice(len(CATEGORIES), n_votes, p=[0.25, 0.15, 0.15, 0.35, 0.10])))
+            pa.array(rng.choice(len(CATEGORIES), n_votes, p=[0.25, 0.15, 0.15, 0.35, 0.10]))
+        )
         start = 1_735_689_600  # 2025-01-01 UTC
         secs = np.sort(rng.uniform(0, 90 * 86400, n_votes)) + start
         cols["timestamp"] = pa.array((secs * 1e6).astype(np.int64)).cast(pa.timestamp("us", tz="UTC"))
@@ -90,8 +108,9 @@ def simulate_votes(
 
 def demo_votes(seed: int = 7) -> Votes:
     """The demo: 20 models, 30,000 votes."""
-    return simulate_votes(true_strengths(len(DEMO_MODELS), seed=seed), 30_000, seed=seed,
-                          models=DEMO_MODELS, name="Demo arena votes")
+    return simulate_votes(
+        true_strengths(len(DEMO_MODELS), seed=seed), 30_000, seed=seed, models=DEMO_MODELS, name="Demo arena votes"
+    )
 
 
 def true_ratings(seed: int = 7) -> dict[str, float]:

@@ -37,9 +37,13 @@ def generate(seed: int = SEED) -> tuple[Qrels, list[Run]]:
     )
     judged = (grades > 0) | (rng.random(grades.shape) < 0.35)
     qrels = Qrels.from_frame(
-        pd.DataFrame({"qid": np.repeat(qids, N_CANDIDATES)[judged.ravel()],
-                      "docid": docids.ravel()[judged.ravel()],
-                      "relevance": grades.ravel()[judged.ravel()]}),
+        pd.DataFrame(
+            {
+                "qid": np.repeat(qids, N_CANDIDATES)[judged.ravel()],
+                "docid": docids.ravel()[judged.ravel()],
+                "relevance": grades.ravel()[judged.ravel()],
+            }
+        ),
         name="Demo qrels (graded 0-3)",
     )
     runs = []

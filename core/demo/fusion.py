@@ -29,8 +29,8 @@ RETRIEVERS: dict[str, tuple[float, float, float, str]] = {
 
 def _grades(qrels: Qrels, qids: np.ndarray, docids: np.ndarray) -> np.ndarray:
     frame = qrels.to_frame()
-    lookup = dict(zip(zip(frame["qid"], frame["docid"]), frame["relevance"]))
-    return np.array([[lookup.get((q, d), 0) for d in row] for q, row in zip(qids, docids)], dtype=float)
+    lookup = dict(zip(zip(frame["qid"], frame["docid"], strict=False), frame["relevance"], strict=False))
+    return np.array([[lookup.get((q, d), 0) for d in row] for q, row in zip(qids, docids, strict=False)], dtype=float)
 
 
 def generate_fusion(seed: int = SEED) -> tuple[Qrels, list[Run]]:
@@ -52,11 +52,13 @@ def generate_fusion(seed: int = SEED) -> tuple[Qrels, list[Run]]:
             scores = np.clip(np.round(2.0 + 1.2 * latent), 0, None).astype(float)
         order = np.argsort(-scores, axis=1, kind="stable")[:, :DEPTH]
         rows = np.arange(len(qids))[:, None]
-        frame = pd.DataFrame({
-            "qid": np.repeat(qids, DEPTH),
-            "docid": docids[rows, order].ravel(),
-            "score": scores[rows, order].ravel(),
-        })
+        frame = pd.DataFrame(
+            {
+                "qid": np.repeat(qids, DEPTH),
+                "docid": docids[rows, order].ravel(),
+                "score": scores[rows, order].ravel(),
+            }
+        )
         runs.append(Run.from_frame(frame, name, source="demo"))
     return qrels, runs
 

@@ -52,10 +52,16 @@ def build(seed: int = SEED) -> tuple[CandidateSet, Qrels, Run]:
         noisy = {d: 0.6 * grades.get(d, 0) + rng.gauss(0, 1.2) for d in pool}
         ranked = sorted(pool, key=lambda d: -noisy[d])
         n = len(ranked)
-        queries.append(QueryCandidates(qid, t["query"], tuple(ranked), tuple(docs[d] for d in ranked),
-                                       tuple(round(10.0 * (n - i) / n, 4) for i in range(n))))
-        for d in pool:
-            qrel_rows.append((qid, d, grades.get(d, 0)))
+        queries.append(
+            QueryCandidates(
+                qid,
+                t["query"],
+                tuple(ranked),
+                tuple(docs[d] for d in ranked),
+                tuple(round(10.0 * (n - i) / n, 4) for i in range(n)),
+            )
+        )
+        qrel_rows.extend((qid, d, grades.get(d, 0)) for d in pool)
         for i, d in enumerate(ranked):
             run_rows.append((qid, d, round(10.0 * (n - i) / n, 4)))
     cands = CandidateSet(tuple(queries), "Demo rerank corpus", "demo")
@@ -66,5 +72,8 @@ def build(seed: int = SEED) -> tuple[CandidateSet, Qrels, Run]:
 
 def load() -> list[tuple[str, str, Any]]:
     cands, qrels, run = build()
-    return [("corpus", "Demo rerank corpus", cands), ("qrels", "Demo rerank qrels", qrels),
-            ("run", "Demo first-stage", run)]
+    return [
+        ("corpus", "Demo rerank corpus", cands),
+        ("qrels", "Demo rerank qrels", qrels),
+        ("run", "Demo first-stage", run),
+    ]

@@ -6,14 +6,15 @@ import gzip
 import json
 import os
 import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, Callable, Iterator, Union
+from typing import IO, Any
 
 import numpy as np
 
 from core.errors import DataError
 
-Source = Union[bytes, bytearray, memoryview, str, os.PathLike, IO[bytes]]
+Source = bytes | bytearray | memoryview | str | os.PathLike | IO[bytes]
 
 TEXT_FORMATS = ("trec", "csv", "tsv", "jsonl")
 ALL_FORMATS = (*TEXT_FORMATS, "parquet")
@@ -96,14 +97,24 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
     head = first_line(strip_bom(raw))
     if head.startswith("{"):
         return "jsonl"
-    if "," in head and len(head.split(",")) >= 2 and not head.replace(",", "").replace(".", "").replace("-", "").isdigit():
+    if (
+        "," in head
+        and len(head.split(",")) >= 2
+        and not head.replace(",", "").replace(".", "").replace("-", "").isdigit()
+    ):
         return "csv"
-    if "\t" in head and any(c.isalpha() for c in head.split("\t")[0]) and head.lower().startswith(("qid", "query", "topic")):
+    if (
+        "\t" in head
+        and any(c.isalpha() for c in head.split("\t")[0])
+        and head.lower().startswith(("qid", "query", "topic"))
+    ):
         return "tsv"
     return "trec"
 
 
-def json_lines(text: str, name: str, expected: str = "one JSON object per line") -> Iterator[tuple[int, dict[str, Any]]]:
+def json_lines(
+    text: str, name: str, expected: str = "one JSON object per line"
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(1-based line, object)`` for every non-blank JSONL line. Lines are split on ``\\n``
     only (U+2028 and friends are legal inside JSON strings); a line that is not valid JSON or
     not an object raises `DataError` naming it."""
@@ -113,8 +124,9 @@ def json_lines(text: str, name: str, expected: str = "one JSON object per line")
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc.msg} at column {exc.colno})", file=name, line=number,
-                            expected=expected) from None
+            raise DataError(
+                f"invalid JSON ({exc.msg} at column {exc.colno})", file=name, line=number, expected=expected
+            ) from None
         if not isinstance(obj, dict):
             raise DataError("not a JSON object", file=name, line=number, expected=expected)
         yield number, obj

@@ -13,8 +13,9 @@ import csv
 import io
 import os
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import IO, Iterable
+from typing import IO
 
 import numpy as np
 import pandas as pd
@@ -25,27 +26,64 @@ import pyarrow.parquet as pq
 
 from core.data import Qrels, Run
 from core.errors import DataError
-from core.ties import ranked_rows
 from core.io._common import LineMap, Source, check_text, json_lines, load_bytes, sniff_format, strip_bom
+from core.ties import ranked_rows
 
 RUN_TREC_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
 QRELS_TREC_COLUMNS = ("qid", "iter", "docid", "relevance")
 
 _RUN_ALIASES = {
-    "qid": "qid", "query_id": "qid", "queryid": "qid", "topic": "qid", "query": "qid", "q": "qid",
-    "docid": "docid", "doc_id": "docid", "docno": "docid", "document": "docid", "pid": "docid",
-    "doc": "docid", "passage_id": "docid", "chunk_id": "docid",
-    "score": "score", "sim": "score", "similarity": "score",
-    "rank": "rank", "position": "rank",
-    "tag": "tag", "run": "tag", "run_id": "tag", "runid": "tag", "system": "tag",
+    "qid": "qid",
+    "query_id": "qid",
+    "queryid": "qid",
+    "topic": "qid",
+    "query": "qid",
+    "q": "qid",
+    "docid": "docid",
+    "doc_id": "docid",
+    "docno": "docid",
+    "document": "docid",
+    "pid": "docid",
+    "doc": "docid",
+    "passage_id": "docid",
+    "chunk_id": "docid",
+    "score": "score",
+    "sim": "score",
+    "similarity": "score",
+    "rank": "rank",
+    "position": "rank",
+    "tag": "tag",
+    "run": "tag",
+    "run_id": "tag",
+    "runid": "tag",
+    "system": "tag",
 }
 _QRELS_ALIASES = {
-    "qid": "qid", "query_id": "qid", "queryid": "qid", "topic": "qid", "query": "qid", "q": "qid",
-    "docid": "docid", "doc_id": "docid", "docno": "docid", "document": "docid", "pid": "docid",
-    "doc": "docid", "corpus-id": "docid", "corpus_id": "docid", "query-id": "qid",
-    "relevance": "relevance", "rel": "relevance", "grade": "relevance", "label": "relevance",
-    "judgment": "relevance", "judgement": "relevance", "score": "relevance",
-    "iter": "iter", "iteration": "iter", "q0": "iter",
+    "qid": "qid",
+    "query_id": "qid",
+    "queryid": "qid",
+    "topic": "qid",
+    "query": "qid",
+    "q": "qid",
+    "docid": "docid",
+    "doc_id": "docid",
+    "docno": "docid",
+    "document": "docid",
+    "pid": "docid",
+    "doc": "docid",
+    "corpus-id": "docid",
+    "corpus_id": "docid",
+    "query-id": "qid",
+    "relevance": "relevance",
+    "rel": "relevance",
+    "grade": "relevance",
+    "label": "relevance",
+    "judgment": "relevance",
+    "judgement": "relevance",
+    "score": "relevance",
+    "iter": "iter",
+    "iteration": "iter",
+    "q0": "iter",
 }
 _WS = re.compile(rb"[ \t]+")
 
@@ -98,7 +136,11 @@ def read_runs(
             table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", _RUN_ALIASES, "run")
         # Keep the bytes only when the caller holds them anyway; a file is re-read if an
         # error needs its line numbers.
-        source = raw if isinstance(data, (bytes, bytearray, memoryview)) else (lambda: strip_bom(load_bytes(data, filename)[0]))
+        source = (
+            raw
+            if isinstance(data, (bytes, bytearray, memoryview))
+            else (lambda: strip_bom(load_bytes(data, filename)[0]))
+        )
         lines = LineMap(source, header_lines=0 if kind in ("trec", "jsonl") else 1)
     del raw
     table = _normalise_run_columns(table, display, lines)
@@ -118,13 +160,20 @@ def read_run(data: Source, *, filename: str | None = None, fmt: str | None = Non
     return runs[0]
 
 
-def _trec_parse(raw: bytes | pa.NativeFile, names: tuple[str, ...], types: dict[str, pa.DataType], include: list[str]) -> pa.Table:
+def _trec_parse(
+    raw: bytes | pa.NativeFile, names: tuple[str, ...], types: dict[str, pa.DataType], include: list[str]
+) -> pa.Table:
     return pacsv.read_csv(
         raw if isinstance(raw, pa.NativeFile) else pa.BufferReader(raw),
         read_options=pacsv.ReadOptions(column_names=list(names), block_size=1 << 22),
         parse_options=pacsv.ParseOptions(delimiter=" ", quote_char=False, double_quote=False, escape_char=False),
-        convert_options=pacsv.ConvertOptions(column_types=types, include_columns=include, strings_can_be_null=False,
-                                             quoted_strings_can_be_null=False, null_values=[]),
+        convert_options=pacsv.ConvertOptions(
+            column_types=types,
+            include_columns=include,
+            strings_can_be_null=False,
+            quoted_strings_can_be_null=False,
+            null_values=[],
+        ),
     )
 
 
@@ -165,8 +214,11 @@ def _read_trec_run(raw: bytes, display: str) -> pa.Table:
         return _trec_parse(cleaned, RUN_TREC_COLUMNS, _RUN_TYPES, _RUN_INCLUDE)
     except (pa.ArrowInvalid, pa.ArrowTypeError):
         _diagnose_trec(raw, display, run=True)
-        raise DataError("could not be parsed as a TREC run", file=display,
-                        expected="6 whitespace-separated columns: qid Q0 docid rank score tag") from None
+        raise DataError(
+            "could not be parsed as a TREC run",
+            file=display,
+            expected="6 whitespace-separated columns: qid Q0 docid rank score tag",
+        ) from None
 
 
 def _diagnose_trec(raw: bytes, display: str, *, run: bool) -> None:
@@ -181,19 +233,29 @@ def _diagnose_trec(raw: bytes, display: str, *, run: bool) -> None:
         if len(fields) != width:
             raise DataError(
                 f"found {len(fields)} column(s): {line.strip()[:80]!r}",
-                file=display, line=number, expected=f"{width} whitespace-separated columns: {layout}",
+                file=display,
+                line=number,
+                expected=f"{width} whitespace-separated columns: {layout}",
             )
         if run:
             try:
                 int(fields[3])
             except ValueError:
-                raise DataError(f"rank {fields[3]!r} is not an integer", file=display, line=number,
-                                expected="an integer rank in column 4") from None
+                raise DataError(
+                    f"rank {fields[3]!r} is not an integer",
+                    file=display,
+                    line=number,
+                    expected="an integer rank in column 4",
+                ) from None
             try:
                 float(fields[4])
             except ValueError:
-                raise DataError(f"score {fields[4]!r} is not a number", file=display, line=number,
-                                expected="a numeric score in column 5") from None
+                raise DataError(
+                    f"score {fields[4]!r} is not a number",
+                    file=display,
+                    line=number,
+                    expected="a numeric score in column 5",
+                ) from None
         else:
             _check_grade(fields[3], display, number)
 
@@ -209,12 +271,20 @@ def _check_grade(text: str, display: str, number: int) -> None:
         except ValueError:
             number_value = float("nan")
         if not (np.isfinite(number_value) and number_value.is_integer()):
-            raise DataError(f"relevance {text!r} is not an integer", file=display, line=number,
-                            expected="an integer grade in column 4") from None
+            raise DataError(
+                f"relevance {text!r} is not an integer",
+                file=display,
+                line=number,
+                expected="an integer grade in column 4",
+            ) from None
         value = int(number_value)
     if not -(2**63) <= value < 2**63:
-        raise DataError(f"relevance {text!r} is too large", file=display, line=number,
-                        expected="an integer grade between -2^63 and 2^63 - 1")
+        raise DataError(
+            f"relevance {text!r} is too large",
+            file=display,
+            line=number,
+            expected="an integer grade between -2^63 and 2^63 - 1",
+        )
 
 
 def _canonical_columns(columns: Iterable[str], aliases: dict[str, str]) -> list[str]:
@@ -224,7 +294,9 @@ def _canonical_columns(columns: Iterable[str], aliases: dict[str, str]) -> list[
 def _read_delimited(raw: bytes, display: str, delimiter: str, aliases: dict[str, str], what: str) -> pa.Table:
     header = raw.split(b"\n", 1)[0].decode("utf-8").strip().split(delimiter)
     columns = _canonical_columns(header, aliases)
-    string_cols = {c: pa.string() for c in ("qid", "docid", "tag", "iter", "prediction", "reference", "chunk_id", "doc_id")}
+    string_cols = {
+        c: pa.string() for c in ("qid", "docid", "tag", "iter", "prediction", "reference", "chunk_id", "doc_id")
+    }
     try:
         table = pacsv.read_csv(
             pa.BufferReader(raw),
@@ -248,8 +320,12 @@ def _diagnose_delimited(raw: bytes, display: str, delimiter: str, width: int, wh
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
         if len(row) != width:
-            raise DataError(f"found {len(row)} column(s), the header has {width}", file=display, line=number,
-                            expected=f"{width} {'comma' if delimiter == ',' else 'tab'}-separated values per {what} row")
+            raise DataError(
+                f"found {len(row)} column(s), the header has {width}",
+                file=display,
+                line=number,
+                expected=f"{width} {'comma' if delimiter == ',' else 'tab'}-separated values per {what} row",
+            )
 
 
 def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tuple[str, ...]) -> pa.Table:
@@ -263,8 +339,12 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
         row = {aliases.get(k.lower(), k.lower()): v for k, v in obj.items()}
         missing = [c for c in required if c not in row]
         if missing:
-            raise DataError(f"missing key(s) {', '.join(missing)}", file=display, line=number,
-                            expected=f"keys {', '.join(required)}")
+            raise DataError(
+                f"missing key(s) {', '.join(missing)}",
+                file=display,
+                line=number,
+                expected=f"keys {', '.join(required)}",
+            )
         records.append(row)
     frame = pd.DataFrame.from_records(records)
     for c in ("qid", "docid", "tag", "iter"):
@@ -294,8 +374,11 @@ def _read_parquet(raw: bytes, display: str, aliases: dict[str, str]) -> pa.Table
 def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None) -> pa.Table:
     cols = set(table.column_names)
     if "qid" not in cols or "docid" not in cols:
-        raise DataError(f"columns {', '.join(table.column_names)} lack qid/docid", file=display,
-                        expected="columns qid, docid, score[, rank][, tag]")
+        raise DataError(
+            f"columns {', '.join(table.column_names)} lack qid/docid",
+            file=display,
+            expected="columns qid, docid, score[, rank][, tag]",
+        )
     if "score" not in cols and "rank" not in cols:
         raise DataError("no score or rank column", file=display, expected="columns qid, docid, score[, rank][, tag]")
     if table.num_rows == 0:
@@ -325,8 +408,11 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
         ranks = table["rank"].combine_chunks().to_numpy(zero_copy_only=False).astype(float)
         bad = ~np.isfinite(ranks) | (ranks != np.round(ranks))
         if bad.any():
-            err = DataError(f"rank {float(ranks[np.flatnonzero(bad)[0]])!r} is not an integer",
-                            rows=(int(np.flatnonzero(bad)[0]),), expected="an integer rank")
+            err = DataError(
+                f"rank {float(ranks[np.flatnonzero(bad)[0]])!r} is not an integer",
+                rows=(int(np.flatnonzero(bad)[0]),),
+                expected="an integer rank",
+            )
             raise (lines.relocate(err, display) if lines else err.located(file=display))
     if "score" not in table.column_names:  # rank only: score = -rank
         table = table.append_column("score", pc.negate(pc.cast(table["rank"], pa.float64())))
@@ -368,9 +454,7 @@ def _split_by_tag(table: pa.Table, display: str, lines: LineMap | None, name: st
 # ---------------------------------------------------------------------------------------
 # Qrels
 # ---------------------------------------------------------------------------------------
-def read_qrels(
-    data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None
-) -> Qrels:
+def read_qrels(data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None) -> Qrels:
     """Parse qrels: TREC ``qid iter docid rel`` or CSV/TSV/JSONL/Parquet with
     ``qid, docid, relevance``; grades must be integers."""
     raw, display = load_bytes(data, filename)
@@ -394,8 +478,11 @@ def read_qrels(
             lines = LineMap(raw, header_lines=1)
     missing = {"qid", "docid", "relevance"} - set(table.column_names)
     if missing:
-        raise DataError(f"missing column(s) {', '.join(sorted(missing))}", file=display,
-                        expected="qid iter docid relevance (TREC) or a header qid,docid,relevance")
+        raise DataError(
+            f"missing column(s) {', '.join(sorted(missing))}",
+            file=display,
+            expected="qid iter docid relevance (TREC) or a header qid,docid,relevance",
+        )
     rel = table["relevance"]
     if pa.types.is_string(rel.type):
         for i, v in enumerate(rel.to_pylist()):
@@ -449,8 +536,12 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
         for number, obj in json_lines(raw.decode("utf-8"), display):
             refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer"))))
             if "qid" not in obj or "prediction" not in obj or refs is None:
-                raise DataError("missing qid, prediction or reference(s)", file=display, line=number,
-                                expected='{"qid", "prediction", "reference" or "references"}')
+                raise DataError(
+                    "missing qid, prediction or reference(s)",
+                    file=display,
+                    line=number,
+                    expected='{"qid", "prediction", "reference" or "references"}',
+                )
             refs = [str(r) for r in refs] if isinstance(refs, list) else [str(refs)]
             records.append((str(obj["qid"]), str(obj["prediction"]), refs))
     elif kind in ("csv", "tsv"):
@@ -459,18 +550,26 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
         fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
         ref_key = fields.get("reference") or fields.get("references") or fields.get("answer")
         if "qid" not in fields or "prediction" not in fields or ref_key is None:
-            raise DataError("header lacks qid, prediction or reference", file=display, line=1,
-                            expected="a header qid,prediction,reference")
+            raise DataError(
+                "header lacks qid, prediction or reference",
+                file=display,
+                line=1,
+                expected="a header qid,prediction,reference",
+            )
         for number, row in enumerate(reader, start=2):
             if row.get(ref_key) is None or row.get(fields["prediction"]) is None:
-                raise DataError("row has too few values", file=display, line=number, expected="qid,prediction,reference")
+                raise DataError(
+                    "row has too few values", file=display, line=number, expected="qid,prediction,reference"
+                )
             records.append((row[fields["qid"]], row[fields["prediction"]], [row[ref_key]]))
     else:
         raise DataError(f"answers cannot be read from {kind} files", file=display, expected="CSV, TSV or JSONL")
     frame = pd.DataFrame(records, columns=["qid", "prediction", "references"])
-    frame = frame.groupby("qid", sort=False).agg(
-        prediction=("prediction", "first"), references=("references", lambda s: [r for refs in s for r in refs])
-    ).reset_index()
+    frame = (
+        frame.groupby("qid", sort=False)
+        .agg(prediction=("prediction", "first"), references=("references", lambda s: [r for refs in s for r in refs]))
+        .reset_index()
+    )
     return frame
 
 
@@ -480,8 +579,16 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
     kind = sniff_format(raw, display, fmt)
     check_text(raw, display)
     raw = strip_bom(raw)
-    aliases = {"chunk_id": "chunk_id", "chunk": "chunk_id", "docid": "chunk_id", "doc_id": "doc_id",
-               "document_id": "doc_id", "source": "doc_id", "url": "doc_id", "source_url": "doc_id"}
+    aliases = {
+        "chunk_id": "chunk_id",
+        "chunk": "chunk_id",
+        "docid": "chunk_id",
+        "doc_id": "doc_id",
+        "document_id": "doc_id",
+        "source": "doc_id",
+        "url": "doc_id",
+        "source_url": "doc_id",
+    }
     if kind == "jsonl":
         table = _read_jsonl(raw, display, aliases, ("chunk_id", "doc_id"))
     elif kind in ("csv", "tsv"):
@@ -490,10 +597,12 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
             aliases = {**aliases, "docid": "chunk_id"}
         table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", aliases, "chunk map")
     else:
-        table = pacsv.read_csv(pa.BufferReader(_normalise_whitespace(raw)),
-                               read_options=pacsv.ReadOptions(column_names=["chunk_id", "doc_id"]),
-                               parse_options=pacsv.ParseOptions(delimiter=" "),
-                               convert_options=pacsv.ConvertOptions(column_types={"chunk_id": pa.string(), "doc_id": pa.string()}))
+        table = pacsv.read_csv(
+            pa.BufferReader(_normalise_whitespace(raw)),
+            read_options=pacsv.ReadOptions(column_names=["chunk_id", "doc_id"]),
+            parse_options=pacsv.ParseOptions(delimiter=" "),
+            convert_options=pacsv.ConvertOptions(column_types={"chunk_id": pa.string(), "doc_id": pa.string()}),
+        )
     if not {"chunk_id", "doc_id"} <= set(table.column_names):
         raise DataError("missing chunk_id/doc_id columns", file=display, expected="a header chunk_id,doc_id")
     frame = table.select(["chunk_id", "doc_id"]).to_pandas()
@@ -502,8 +611,13 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
     if dup.any():
         rows = tuple(int(i) for i in np.flatnonzero(dup.to_numpy())[:2])
         raise LineMap(raw, header_lines=0 if kind == "jsonl" else 1).relocate(
-            DataError(f"chunk {frame['chunk_id'].iloc[rows[0]]!r} maps to two documents", rows=rows,
-                      expected="each chunk_id once"), display)
+            DataError(
+                f"chunk {frame['chunk_id'].iloc[rows[0]]!r} maps to two documents",
+                rows=rows,
+                expected="each chunk_id once",
+            ),
+            display,
+        )
     return frame
 
 
@@ -520,8 +634,9 @@ def collapse_chunks(run: Run, chunk_map: pd.DataFrame, *, name: str | None = Non
 # ---------------------------------------------------------------------------------------
 # Writers
 # ---------------------------------------------------------------------------------------
-def write_trec_run(run: Run, out: str | Path | IO[str] | None = None, *, tag: str | None = None,
-                   ties: str = "trec") -> str | None:
+def write_trec_run(
+    run: Run, out: str | Path | IO[str] | None = None, *, tag: str | None = None, ties: str = "trec"
+) -> str | None:
     """Write ``qid Q0 docid rank score tag`` lines in ranked order (``ties``: ``trec`` or
     ``given``), queries in order of first appearance; returns the text when ``out`` is None.
     Scores are written with full precision (shortest round-trip form). The lines are written
@@ -529,21 +644,25 @@ def write_trec_run(run: Run, out: str | Path | IO[str] | None = None, *, tag: st
     tag = (tag or run.name).replace(" ", "_") or "ranklens"
     n = len(run)
     rows, pos = ranked_rows(run, ties)
-    table = pa.table({
-        "qid": pa.array(list(run.qid_values), pa.string()).take(pa.array(run.qid_codes[rows])),
-        "q0": pa.repeat("Q0", n),
-        "docid": run.docids.take(pa.array(rows)),
-        "rank": pa.array(pos + 1),
-        "score": pa.array(run.scores[rows]),
-        "tag": pa.repeat(tag, n),
-    })
+    table = pa.table(
+        {
+            "qid": pa.array(list(run.qid_values), pa.string()).take(pa.array(run.qid_codes[rows])),
+            "q0": pa.repeat("Q0", n),
+            "docid": run.docids.take(pa.array(rows)),
+            "rank": pa.array(pos + 1),
+            "score": pa.array(run.scores[rows]),
+            "tag": pa.repeat(tag, n),
+        }
+    )
     sink = pa.BufferOutputStream()
     try:
         pacsv.write_csv(table, sink, pacsv.WriteOptions(include_header=False, delimiter=" ", quoting_style="none"))
         data = memoryview(sink.getvalue())
     except pa.ArrowInvalid:  # an id holding a quote: write it verbatim, as the TREC format has no quoting
-        cols = [table[c].combine_chunks() if c in ("qid", "q0", "docid", "tag") else pc.cast(table[c], pa.string())
-                for c in table.column_names]
+        cols = [
+            table[c].combine_chunks() if c in ("qid", "q0", "docid", "tag") else pc.cast(table[c], pa.string())
+            for c in table.column_names
+        ]
         lines = pc.binary_join_element_wise(*cols, " ")
         data = memoryview("".join(f"{line}\n" for line in lines.to_pylist()).encode("utf-8"))
     if isinstance(out, (str, Path)):
@@ -559,7 +678,9 @@ def write_trec_run(run: Run, out: str | Path | IO[str] | None = None, *, tag: st
 def write_qrels(qrels: Qrels, out: str | Path | IO[str] | None = None) -> str | None:
     """Write TREC qrels ``qid 0 docid relevance``."""
     frame = qrels.frame
-    text = "".join(f"{q} 0 {d} {r}\n" for q, d, r in zip(frame["qid"], frame["docid"], frame["relevance"]))
+    text = "".join(
+        f"{q} 0 {d} {r}\n" for q, d, r in zip(frame["qid"], frame["docid"], frame["relevance"], strict=False)
+    )
     if out is None:
         return text
     if isinstance(out, (str, Path)):

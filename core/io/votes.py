@@ -22,13 +22,20 @@ import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
 
-from core.io._common import load_bytes
-from core.data import VOTE_OPTIONAL, Votes, VoteRowError
+from core.data import VOTE_OPTIONAL, VoteRowError, Votes
 from core.errors import DataError
+from core.io._common import load_bytes
 
 EXPECTED = "columns model_a, model_b, winner[, judge, category, timestamp, weight]"
-_EXT = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl",
-        ".parquet": "parquet", ".pq": "parquet"}
+_EXT = {
+    ".csv": "csv",
+    ".tsv": "tsv",
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".json": "jsonl",
+    ".parquet": "parquet",
+    ".pq": "parquet",
+}
 _STRING_COLS = ("model_a", "model_b", "winner", "judge", "category")
 
 
@@ -67,8 +74,9 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
     else:
         raise DataError(f"unknown votes format {fmt!r}", file=name, expected="csv, jsonl or parquet")
     if table.num_rows == 0:
-        raise DataError("no votes in the file", file=name, line=1 if lines is not None else None,
-                        expected="at least one vote")
+        raise DataError(
+            "no votes in the file", file=name, line=1 if lines is not None else None, expected="at least one vote"
+        )
     try:
         return Votes.from_table(table, label, source=name)
     except VoteRowError as exc:
@@ -77,8 +85,9 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
         raise DataError(exc.message, file=name, line=int(lines(exc.row)), expected=exc.expected) from None
     except DataError as exc:
         if exc.file is None or exc.line is None:
-            raise DataError(exc.message, file=name, line=1 if fmt in ("csv", "tsv") else None,
-                            expected=exc.expected) from None
+            raise DataError(
+                exc.message, file=name, line=1 if fmt in ("csv", "tsv") else None, expected=exc.expected
+            ) from None
         raise
 
 
@@ -99,9 +108,11 @@ def _read_csv(raw: bytes, name: str, delimiter: str):
             io.BytesIO(raw),
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
             parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
-            convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False,
-                                                 include_columns=[c for c in names if c in
-                                                                  ("model_a", "model_b", "winner", *VOTE_OPTIONAL)]),
+            convert_options=pacsv.ConvertOptions(
+                column_types=types,
+                strings_can_be_null=False,
+                include_columns=[c for c in names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)],
+            ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise _csv_error(raw, name, delimiter, len(names), exc) from None
@@ -126,8 +137,9 @@ def _csv_error(raw: bytes, name: str, delimiter: str, n_cols: int, exc: Exceptio
             if reader.line_num == 1 or not row:
                 continue
             if len(row) != n_cols:
-                return DataError(f"expected {n_cols} fields, found {len(row)}", file=name,
-                                 line=reader.line_num, expected=EXPECTED)
+                return DataError(
+                    f"expected {n_cols} fields, found {len(row)}", file=name, line=reader.line_num, expected=EXPECTED
+                )
     except csv.Error as err:
         return DataError(f"malformed CSV ({err})", file=name, line=reader.line_num, expected=EXPECTED)
     if isinstance(exc, UnicodeDecodeError):
@@ -143,7 +155,9 @@ def _read_jsonl(raw: bytes, name: str):
         try:
             rows = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc.msg})", file=name, line=exc.lineno, expected="a JSON array of votes") from None
+            raise DataError(
+                f"invalid JSON ({exc.msg})", file=name, line=exc.lineno, expected="a JSON array of votes"
+            ) from None
         if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
             raise DataError("a JSON array must hold one object per vote", file=name, line=1, expected="[{...}, ...]")
         return _rows_table(rows, name, None), None
@@ -163,7 +177,9 @@ def _read_jsonl(raw: bytes, name: str):
         try:
             obj = json.loads(lines[k])
         except json.JSONDecodeError as exc:
-            raise DataError(f"invalid JSON ({exc.msg})", file=name, line=k + 1, expected="one JSON object per line") from None
+            raise DataError(
+                f"invalid JSON ({exc.msg})", file=name, line=k + 1, expected="one JSON object per line"
+            ) from None
         if not isinstance(obj, dict):
             raise DataError("a line must hold one JSON object", file=name, line=k + 1, expected="{...}")
         rows.append(obj)
@@ -176,8 +192,12 @@ def _rows_table(rows: list[dict], name: str, line_of: np.ndarray | None) -> pa.T
     for col in ("model_a", "model_b", "winner"):
         for r, obj in enumerate(rows):
             if col not in obj:
-                raise DataError(f"missing key {col!r}", file=name,
-                                line=int(line_of[r]) if line_of is not None else None, expected=EXPECTED)
+                raise DataError(
+                    f"missing key {col!r}",
+                    file=name,
+                    line=int(line_of[r]) if line_of is not None else None,
+                    expected=EXPECTED,
+                )
     cols = {}
     for col in ("model_a", "model_b", "winner", *VOTE_OPTIONAL):
         if any(col in obj for obj in rows):
@@ -211,8 +231,9 @@ def _read_parquet(raw: bytes, name: str) -> pa.Table:
     try:
         table = pq.read_table(io.BytesIO(raw))
     except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"not a readable Parquet file ({str(exc).splitlines()[0]})", file=name,
-                        expected="a Parquet file") from None
+        raise DataError(
+            f"not a readable Parquet file ({str(exc).splitlines()[0]})", file=name, expected="a Parquet file"
+        ) from None
     missing = [c for c in ("model_a", "model_b", "winner") if c not in table.column_names]
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)}", file=name, expected=EXPECTED)

@@ -9,15 +9,20 @@ nearest-rank (as ranksmith reports them).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from core.rerank.strategies import estimate_calls, resolve_params, shown_counts
 
 CHARS_PER_TOKEN = 4.0
 TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90}
-COMPLETION_TOKENS = {"rank": lambda k, m: 4 * k + 6, "compare": lambda k, m: 8, "select": lambda k, m: 4 * (m or 1) + 6,
-                     "grade": lambda k, m: 8}
+COMPLETION_TOKENS = {
+    "rank": lambda k, m: 4 * k + 6,
+    "compare": lambda k, m: 8,
+    "select": lambda k, m: 4 * (m or 1) + 6,
+    "grade": lambda k, m: 8,
+}
 
 
 @dataclass(frozen=True)
@@ -40,8 +45,12 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(ordered[max(0, min(idx, len(ordered) - 1))])
 
 
-def estimate(strategy: str, queries: Iterable[tuple[int, float]], params: dict[str, Any] | None = None,
-             prices: Prices | None = None) -> dict[str, Any]:
+def estimate(
+    strategy: str,
+    queries: Iterable[tuple[int, float]],
+    params: dict[str, Any] | None = None,
+    prices: Prices | None = None,
+) -> dict[str, Any]:
     """Before a run: ``queries`` = (candidate count, mean passage characters) per query.
 
     Returns exact calls (per query list and total) and estimated tokens and cost."""
@@ -58,13 +67,26 @@ def estimate(strategy: str, queries: Iterable[tuple[int, float]], params: dict[s
             completion += count * COMPLETION_TOKENS[op](k, m)
     prices = prices or Prices()
     total = sum(calls)
-    return {"strategy": strategy, "queries": len(calls), "calls": total, "calls_per_query": calls,
-            "max_calls_per_query": max(calls, default=0), "prompt_tokens": int(round(prompt)),
-            "completion_tokens": int(round(completion)), "cost": prices.cost(prompt, completion)}
+    return {
+        "strategy": strategy,
+        "queries": len(calls),
+        "calls": total,
+        "calls_per_query": calls,
+        "max_calls_per_query": max(calls, default=0),
+        "prompt_tokens": round(prompt),
+        "completion_tokens": round(completion),
+        "cost": prices.cost(prompt, completion),
+    }
 
 
-def summarize(strategy: str, results: Sequence[Any], errors: dict[str, str], prices: Prices | None,
-              estimated_calls: int | None, wall_s: float) -> dict[str, Any]:
+def summarize(
+    strategy: str,
+    results: Sequence[Any],
+    errors: dict[str, str],
+    prices: Prices | None,
+    estimated_calls: int | None,
+    wall_s: float,
+) -> dict[str, Any]:
     """After a run: one row of usage for a strategy (results are `QueryResult`s)."""
     prices = prices or Prices()
     records = [r for res in results for r in res.records]

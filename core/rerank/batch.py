@@ -16,8 +16,9 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -48,17 +49,56 @@ class BatchResult:
         return [r for res in self.results.values() for r in res.records]
 
     def log_frame(self) -> pd.DataFrame:
-        cols = ["qid", "strategy", "op", "op_index", "attempt", "shown", "raw", "parsed", "valid", "reason",
-                "fallback", "latency_ms", "prompt_tokens", "completion_tokens", "cache_hit", "retries"]
+        cols = [
+            "qid",
+            "strategy",
+            "op",
+            "op_index",
+            "attempt",
+            "shown",
+            "raw",
+            "parsed",
+            "valid",
+            "reason",
+            "fallback",
+            "latency_ms",
+            "prompt_tokens",
+            "completion_tokens",
+            "cache_hit",
+            "retries",
+        ]
         return pd.DataFrame([r.to_dict() for r in self.log], columns=cols)
 
     def per_query(self) -> pd.DataFrame:
-        rows = [{"qid": q, "status": "ok", "operations": r.ops, "calls": len(r.records), "fallbacks": r.fallbacks,
-                 "truncated": r.truncated, "latency_ms": r.latency_ms, "error": ""} for q, r in self.results.items()]
-        rows += [{"qid": q, "status": "failed", "operations": 0, "calls": 0, "fallbacks": 0, "truncated": 0,
-                  "latency_ms": 0.0, "error": e} for q, e in self.errors.items()]
-        return pd.DataFrame(rows, columns=["qid", "status", "operations", "calls", "fallbacks", "truncated",
-                                           "latency_ms", "error"])
+        rows = [
+            {
+                "qid": q,
+                "status": "ok",
+                "operations": r.ops,
+                "calls": len(r.records),
+                "fallbacks": r.fallbacks,
+                "truncated": r.truncated,
+                "latency_ms": r.latency_ms,
+                "error": "",
+            }
+            for q, r in self.results.items()
+        ]
+        rows += [
+            {
+                "qid": q,
+                "status": "failed",
+                "operations": 0,
+                "calls": 0,
+                "fallbacks": 0,
+                "truncated": 0,
+                "latency_ms": 0.0,
+                "error": e,
+            }
+            for q, e in self.errors.items()
+        ]
+        return pd.DataFrame(
+            rows, columns=["qid", "status", "operations", "calls", "fallbacks", "truncated", "latency_ms", "error"]
+        )
 
 
 def _redact(provider: Any, text: str) -> str:
@@ -99,15 +139,24 @@ def _run_coro(coro: Any) -> Any:
         return pool.submit(asyncio.run, coro).result()
 
 
-def rerank_candidates(cands: CandidateSet, strategy: str, provider: Any, *, params: dict[str, Any] | None = None,
-                      concurrency: int = 8, max_chars: int | None = 4000, strict: bool = False,
-                      shuffle_seed: int | None = None, prices: Prices | None = None,
-                      progress: Progress | None = None, name: str | None = None) -> BatchResult:
+def rerank_candidates(
+    cands: CandidateSet,
+    strategy: str,
+    provider: Any,
+    *,
+    params: dict[str, Any] | None = None,
+    concurrency: int = 8,
+    max_chars: int | None = 4000,
+    strict: bool = False,
+    shuffle_seed: int | None = None,
+    prices: Prices | None = None,
+    progress: Progress | None = None,
+    name: str | None = None,
+) -> BatchResult:
     """Rerank every query of ``cands`` with ``strategy`` on ``provider``."""
     params = {k: v for k, v in (params or {}).items() if v is not None}
     resolve_params(strategy, params)  # bad parameters fail the whole batch up front
-    est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params,
-                   prices)
+    est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params, prices)
     state = {"done_queries": 0, "total_queries": cands.n_queries, "done_calls": 0, "total_calls": est["calls"]}
 
     def tick_op() -> None:
@@ -121,8 +170,15 @@ def rerank_candidates(cands: CandidateSet, strategy: str, provider: Any, *, para
             progress(dict(state))
 
     def opts(q: QueryCandidates) -> dict[str, Any]:
-        return dict(qid=q.qid, labels=list(q.docids), shuffle_seed=shuffle_seed, max_chars=max_chars, strict=strict,
-                    on_op=tick_op, **params)
+        return dict(
+            qid=q.qid,
+            labels=list(q.docids),
+            shuffle_seed=shuffle_seed,
+            max_chars=max_chars,
+            strict=strict,
+            on_op=tick_op,
+            **params,
+        )
 
     results: dict[str, QueryResult] = {}
     errors: dict[str, str] = {}
@@ -135,13 +191,13 @@ def rerank_candidates(cands: CandidateSet, strategy: str, provider: Any, *, para
                 errors[q.qid] = _error_text(provider, exc)
             tick_query()
     else:
+
         async def main() -> None:
             sem = asyncio.Semaphore(concurrency)
 
             async def one(q: QueryCandidates) -> None:
                 try:
-                    results[q.qid] = await arerank_query(strategy, q.query, list(q.texts), provider, sem=sem,
-                                                         **opts(q))
+                    results[q.qid] = await arerank_query(strategy, q.query, list(q.texts), provider, sem=sem, **opts(q))
                 except Exception as exc:  # noqa: BLE001
                     errors[q.qid] = _error_text(provider, exc)
                 tick_query()
@@ -163,11 +219,22 @@ def rerank_candidates(cands: CandidateSet, strategy: str, provider: Any, *, para
     if strategy == "prp-allpairs":
         k = resolve_params(strategy, params)["max_docs"]
         if any(len(q) > k for q in cands.queries):
-            notes.append(f"prp-allpairs judged only the first {k} candidates of each query (n(n-1) calls); "
-                         "the rest keep their first-stage order below them")
+            notes.append(
+                f"prp-allpairs judged only the first {k} candidates of each query (n(n-1) calls); "
+                "the rest keep their first-stage order below them"
+            )
     if usage["truncated"]:
         notes.append(f"{usage['truncated']} passages were truncated to {max_chars:,} characters")
     if ordered_errors:
         notes.append(f"{len(ordered_errors)} of {cands.n_queries} queries failed and are left out of the run")
-    return BatchResult(strategy, getattr(provider, "name", type(provider).__name__), params, run, usage, est,
-                       ordered, ordered_errors, notes)
+    return BatchResult(
+        strategy,
+        getattr(provider, "name", type(provider).__name__),
+        params,
+        run,
+        usage,
+        est,
+        ordered,
+        ordered_errors,
+        notes,
+    )

@@ -38,13 +38,17 @@ def _fit_core(k: int, pairs: np.ndarray, counts: np.ndarray, l2: float) -> dict:
     f = bt.fit(agg, ties="half", l2=l2)
     se = np.sqrt(np.clip(np.diag(bt.sandwich_cov(agg, f)), 0, None))
     s = np.asarray(f.s, dtype=float)
-    return {"strength": s.tolist(), "ci_low": (s - 1.96 * se).tolist(), "ci_high": (s + 1.96 * se).tolist(),
-            "method": "bradley-terry (core.bt)"}
+    return {
+        "strength": s.tolist(),
+        "ci_low": (s - 1.96 * se).tolist(),
+        "ci_high": (s + 1.96 * se).tolist(),
+        "method": "bradley-terry (core.bt)",
+    }
 
 
 def _fit_newton(k: int, pairs: np.ndarray, counts: np.ndarray, l2: float) -> dict:
     wins = np.zeros((k, k))
-    for (i, j), (wi, t, wj) in zip(pairs, counts):
+    for (i, j), (wi, t, wj) in zip(pairs, counts, strict=False):
         wins[i, j] += wi + t / 2
         wins[j, i] += wj + t / 2
     games = wins + wins.T
@@ -61,8 +65,12 @@ def _fit_newton(k: int, pairs: np.ndarray, counts: np.ndarray, l2: float) -> dic
             break
     s = s - s.mean()
     se = np.sqrt(np.clip(np.diag(np.linalg.inv(hess)), 0, None))
-    return {"strength": s.tolist(), "ci_low": (s - 1.96 * se).tolist(), "ci_high": (s + 1.96 * se).tolist(),
-            "method": "bradley-terry (newton)"}
+    return {
+        "strength": s.tolist(),
+        "ci_low": (s - 1.96 * se).tolist(),
+        "ci_high": (s + 1.96 * se).tolist(),
+        "method": "bradley-terry (newton)",
+    }
 
 
 def fit_pairs(k: int, judgements: list[tuple[int, int, str | None]], l2: float = L2) -> dict:

@@ -19,8 +19,12 @@ DEFAULT_DIR = ".ranklens_cache"
 
 def cache_key(identity: dict[str, Any], messages: list[dict[str, str]], params: dict[str, Any]) -> str:
     """sha256 of the canonical JSON of (identity, messages, params)."""
-    blob = json.dumps({"identity": identity, "messages": messages, "params": params}, sort_keys=True,
-                      ensure_ascii=False, separators=(",", ":"))
+    blob = json.dumps(
+        {"identity": identity, "messages": messages, "params": params},
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -4,8 +4,9 @@ order (docid, text, optional first-stage score)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 
@@ -61,9 +62,16 @@ class CandidateSet:
 
     def head(self, depth: int) -> CandidateSet:
         """Only the first ``depth`` candidates of every query."""
-        return CandidateSet(tuple(QueryCandidates(q.qid, q.query, q.docids[:depth], q.texts[:depth],
-                                                  q.scores[:depth] if q.scores else None) for q in self.queries),
-                            self.name, self.source)
+        return CandidateSet(
+            tuple(
+                QueryCandidates(
+                    q.qid, q.query, q.docids[:depth], q.texts[:depth], q.scores[:depth] if q.scores else None
+                )
+                for q in self.queries
+            ),
+            self.name,
+            self.source,
+        )
 
     def to_run(self, name: str | None = None) -> Run:
         """The first-stage run: given scores, else ``n - position``."""
@@ -79,9 +87,9 @@ class CandidateSet:
         """JSONL ``{qid, query, candidates: [{docid, text}]}`` (the `read_candidates` format)."""
         lines = []
         for q in self.queries:
-            cands = [{"docid": d, "text": t} for d, t in zip(q.docids, q.texts)]
+            cands = [{"docid": d, "text": t} for d, t in zip(q.docids, q.texts, strict=False)]
             if q.scores is not None:
-                for c, s in zip(cands, q.scores):
+                for c, s in zip(cands, q.scores, strict=False):
                     c["score"] = s
             lines.append(json.dumps({"qid": q.qid, "query": q.query, "candidates": cands}, ensure_ascii=False))
         return "\n".join(lines) + "\n"

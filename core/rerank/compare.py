@@ -8,7 +8,8 @@ traditional ``trec`` tie policy (ties broken by docid, like trec_eval).
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import pandas as pd
 
@@ -17,33 +18,69 @@ from core.rerank.batch import BatchResult, rerank_candidates
 from core.rerank.candidates import CandidateSet
 
 QUALITY = ["ndcg@10", "mrr@10", "map", "recall@10"]
-COLUMNS = ["method", *QUALITY, "p50_ms", "p95_ms", "invalid_rate", "calls_per_query", "total_calls",
-           "cost_per_query", "queries"]
+COLUMNS = [
+    "method",
+    *QUALITY,
+    "p50_ms",
+    "p95_ms",
+    "invalid_rate",
+    "calls_per_query",
+    "total_calls",
+    "cost_per_query",
+    "queries",
+]
 
 
-def comparison_table(cands: CandidateSet, qrels: Qrels, results: Sequence[BatchResult],
-                     ties: str = "trec") -> pd.DataFrame:
+def comparison_table(
+    cands: CandidateSet, qrels: Qrels, results: Sequence[BatchResult], ties: str = "trec"
+) -> pd.DataFrame:
     from core.metrics import evaluate
 
     first = cands.to_run("original")
     runs = [first] + [r.run.renamed(r.strategy) for r in results if r.run is not None]
     agg = evaluate(runs, qrels, QUALITY, ties=ties).aggregate
-    rows = [{"method": "original", **{m: float(agg.loc["original", m]) for m in QUALITY}, "p50_ms": 0.0,
-             "p95_ms": 0.0, "invalid_rate": 0.0, "calls_per_query": 0.0, "total_calls": 0, "cost_per_query": 0.0,
-             "queries": cands.n_queries}]
+    rows = [
+        {
+            "method": "original",
+            **{m: float(agg.loc["original", m]) for m in QUALITY},
+            "p50_ms": 0.0,
+            "p95_ms": 0.0,
+            "invalid_rate": 0.0,
+            "calls_per_query": 0.0,
+            "total_calls": 0,
+            "cost_per_query": 0.0,
+            "queries": cands.n_queries,
+        }
+    ]
     for r in results:
         u = r.usage
         quality = {m: float(agg.loc[r.strategy, m]) if r.run is not None else 0.0 for m in QUALITY}
-        rows.append({"method": r.strategy, **quality, "p50_ms": u["query_p50_ms"], "p95_ms": u["query_p95_ms"],
-                     "invalid_rate": u["invalid_rate"], "calls_per_query": u["calls_per_query"],
-                     "total_calls": u["calls"], "cost_per_query": u["cost_per_query"], "queries": u["queries"]})
+        rows.append(
+            {
+                "method": r.strategy,
+                **quality,
+                "p50_ms": u["query_p50_ms"],
+                "p95_ms": u["query_p95_ms"],
+                "invalid_rate": u["invalid_rate"],
+                "calls_per_query": u["calls_per_query"],
+                "total_calls": u["calls"],
+                "cost_per_query": u["cost_per_query"],
+                "queries": u["queries"],
+            }
+        )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def run_comparison(cands: CandidateSet, qrels: Qrels, strategies: Sequence[str], make_provider: Callable[[], Any],
-                   params: dict[str, dict[str, Any]] | None = None, **options: Any) -> tuple[pd.DataFrame, list[BatchResult]]:
+def run_comparison(
+    cands: CandidateSet,
+    qrels: Qrels,
+    strategies: Sequence[str],
+    make_provider: Callable[[], Any],
+    params: dict[str, dict[str, Any]] | None = None,
+    **options: Any,
+) -> tuple[pd.DataFrame, list[BatchResult]]:
     """Rerank with every strategy (a fresh provider each) and build the table."""
-    results = []
-    for s in strategies:
-        results.append(rerank_candidates(cands, s, make_provider(), params=(params or {}).get(s), **options))
+    results = [
+        rerank_candidates(cands, s, make_provider(), params=(params or {}).get(s), **options) for s in strategies
+    ]
     return comparison_table(cands, qrels, results), results

@@ -18,10 +18,11 @@ import asyncio
 import json
 import random
 import time
+from collections.abc import Callable
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass, field
 from numbers import Integral
-from typing import Any, Callable
+from typing import Any
 
 from core.rerank.errors import DocumentTooLongError, InvalidOutputError
 from core.rerank.strategies import Op, Outcome, make_strategy, resolve_params
@@ -76,12 +77,39 @@ class OpTrace:
         self.shown = [ctx.labels[i] if i < len(ctx.labels) else str(i) for i in op.ids]
         self.records: list[CallRecord] = []
 
-    def add(self, *, raw: str | None, parsed: Any = None, valid: bool = True, reason: str | None = None,
-            latency_ms: float = 0.0, prompt_tokens: int = 0, completion_tokens: int = 0,
-            cache_hit: bool = False, retries: int = 0) -> None:
-        self.records.append(CallRecord(
-            self.ctx.qid, self.ctx.strategy, self.op.kind, self.index, len(self.records), self.shown, raw,
-            parsed, valid, reason, False, latency_ms, prompt_tokens, completion_tokens, cache_hit, retries))
+    def add(
+        self,
+        *,
+        raw: str | None,
+        parsed: Any = None,
+        valid: bool = True,
+        reason: str | None = None,
+        latency_ms: float = 0.0,
+        prompt_tokens: int = 0,
+        completion_tokens: int = 0,
+        cache_hit: bool = False,
+        retries: int = 0,
+    ) -> None:
+        self.records.append(
+            CallRecord(
+                self.ctx.qid,
+                self.ctx.strategy,
+                self.op.kind,
+                self.index,
+                len(self.records),
+                self.shown,
+                raw,
+                parsed,
+                valid,
+                reason,
+                False,
+                latency_ms,
+                prompt_tokens,
+                completion_tokens,
+                cache_hit,
+                retries,
+            )
+        )
 
 
 _TRACE: ContextVar[OpTrace | None] = ContextVar("ranklens_rerank_trace", default=None)
@@ -97,8 +125,11 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
     """(value, None) when valid, else (fallback value, reason)."""
     k = len(op.ids)
     if op.kind == "rank":
-        if isinstance(answer, (list, tuple)) and all(isinstance(x, Integral) for x in answer) \
-                and sorted(int(x) for x in answer) == list(range(k)):
+        if (
+            isinstance(answer, (list, tuple))
+            and all(isinstance(x, Integral) for x in answer)
+            and sorted(int(x) for x in answer) == list(range(k))
+        ):
             return [int(x) for x in answer], None
         return list(range(k)), "not a permutation of the shown passages; kept the shown order"
     if op.kind == "compare":
@@ -107,8 +138,13 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
         return None, f"winner {answer!r} is not A or B; treated as undecided"
     if op.kind == "select":
         m = int(op.m or 0)
-        if isinstance(answer, (list, tuple)) and len(answer) == m and all(isinstance(x, Integral) for x in answer) \
-                and len(set(int(x) for x in answer)) == m and all(0 <= int(x) < k for x in answer):
+        if (
+            isinstance(answer, (list, tuple))
+            and len(answer) == m
+            and all(isinstance(x, Integral) for x in answer)
+            and len({int(x) for x in answer}) == m
+            and all(0 <= int(x) < k for x in answer)
+        ):
             return [int(x) for x in answer], None
         return list(range(m)), f"not {m} distinct shown passages; took the first {m} in shown order"
     if op.kind == "grade":
@@ -168,8 +204,16 @@ def _call_sync(provider: Any, query: str, texts: list[str], op: Op, ctx: QueryCo
     return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale)
 
 
-async def _call_async(provider: Any, query: str, texts: list[str], op: Op, ctx: QueryContext, scale: int,
-                      sem: asyncio.Semaphore | None, index: int) -> Any:
+async def _call_async(
+    provider: Any,
+    query: str,
+    texts: list[str],
+    op: Op,
+    ctx: QueryContext,
+    scale: int,
+    sem: asyncio.Semaphore | None,
+    index: int,
+) -> Any:
     trace = OpTrace(ctx, op, index)
     token = _TRACE.set(trace)
     t0 = time.perf_counter()
@@ -220,7 +264,8 @@ def prepare_texts(texts: list[str], max_chars: int | None, strict: bool, qid: st
             if strict:
                 where = f"query {qid!r}, " if qid else ""
                 raise DocumentTooLongError(
-                    f"{where}passage {i + 1} has {len(t):,} characters, over the budget of {max_chars:,} (strict mode)")
+                    f"{where}passage {i + 1} has {len(t):,} characters, over the budget of {max_chars:,} (strict mode)"
+                )
             out.append(t[:max_chars])
             n += 1
         else:
@@ -228,8 +273,17 @@ def prepare_texts(texts: list[str], max_chars: int | None, strict: bool, qid: st
     return out, n
 
 
-def _setup(name: str, passages: list[str], params: dict[str, Any], shuffle_seed: int | None,
-           max_chars: int | None, strict: bool, qid: str, labels: list[str] | None, provider: Any):
+def _setup(
+    name: str,
+    passages: list[str],
+    params: dict[str, Any],
+    shuffle_seed: int | None,
+    max_chars: int | None,
+    strict: bool,
+    qid: str,
+    labels: list[str] | None,
+    provider: Any,
+):
     p = resolve_params(name, params)
     texts, truncated = prepare_texts([str(t) for t in passages], max_chars, strict, qid)
     n = len(texts)
@@ -253,17 +307,30 @@ def _result(qid: str, outcome: Outcome, perm: list[int], ctx: QueryContext, trun
     extra = dict(outcome.extra)
     if perm != list(range(len(perm))):
         extra["shuffle"] = perm
-    return QueryResult(qid, order, scores, extra, ctx.ops, ctx.fallbacks, truncated,
-                       (time.perf_counter() - t0) * 1000, ctx.records)
+    return QueryResult(
+        qid, order, scores, extra, ctx.ops, ctx.fallbacks, truncated, (time.perf_counter() - t0) * 1000, ctx.records
+    )
 
 
-def rerank_query(name: str, query: str, passages: list[str], provider: Any, *, qid: str = "",
-                 labels: list[str] | None = None, shuffle_seed: int | None = None, max_chars: int | None = None,
-                 strict: bool = False, on_op: Callable[[], None] | None = None, **params: Any) -> QueryResult:
+def rerank_query(
+    name: str,
+    query: str,
+    passages: list[str],
+    provider: Any,
+    *,
+    qid: str = "",
+    labels: list[str] | None = None,
+    shuffle_seed: int | None = None,
+    max_chars: int | None = None,
+    strict: bool = False,
+    on_op: Callable[[], None] | None = None,
+    **params: Any,
+) -> QueryResult:
     """Rerank one query synchronously (calls one at a time, in strategy order)."""
     t0 = time.perf_counter()
-    p, texts, perm, truncated, ctx, scale = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid,
-                                                   labels, provider)
+    p, texts, perm, truncated, ctx, scale = _setup(
+        name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider
+    )
     ctx.on_op = on_op
     if hasattr(provider, "prepare"):
         provider.prepare(query, texts)
@@ -279,14 +346,26 @@ def rerank_query(name: str, query: str, passages: list[str], provider: Any, *, q
     return _result(qid, outcome, perm, ctx, truncated, t0)
 
 
-async def arerank_query(name: str, query: str, passages: list[str], provider: Any, *, qid: str = "",
-                        labels: list[str] | None = None, shuffle_seed: int | None = None,
-                        max_chars: int | None = None, strict: bool = False, sem: asyncio.Semaphore | None = None,
-                        on_op: Callable[[], None] | None = None, **params: Any) -> QueryResult:
+async def arerank_query(
+    name: str,
+    query: str,
+    passages: list[str],
+    provider: Any,
+    *,
+    qid: str = "",
+    labels: list[str] | None = None,
+    shuffle_seed: int | None = None,
+    max_chars: int | None = None,
+    strict: bool = False,
+    sem: asyncio.Semaphore | None = None,
+    on_op: Callable[[], None] | None = None,
+    **params: Any,
+) -> QueryResult:
     """Rerank one query with asyncio: the ops of one batch run concurrently under ``sem``."""
     t0 = time.perf_counter()
-    p, texts, perm, truncated, ctx, scale = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid,
-                                                   labels, provider)
+    p, texts, perm, truncated, ctx, scale = _setup(
+        name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider
+    )
     ctx.on_op = on_op
     if hasattr(provider, "prepare"):
         provider.prepare(query, texts)
@@ -298,8 +377,14 @@ async def arerank_query(name: str, query: str, passages: list[str], provider: An
             if len(batch) == 1:
                 answers = [await _call_async(provider, query, texts, batch[0], ctx, scale, sem, base)]
             else:
-                answers = list(await asyncio.gather(*(
-                    _call_async(provider, query, texts, op, ctx, scale, sem, base + i) for i, op in enumerate(batch))))
+                answers = list(
+                    await asyncio.gather(
+                        *(
+                            _call_async(provider, query, texts, op, ctx, scale, sem, base + i)
+                            for i, op in enumerate(batch)
+                        )
+                    )
+                )
             batch = gen.send(answers)
     except StopIteration as stop:
         outcome = stop.value

@@ -17,8 +17,55 @@ import numpy as np
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _SUFFIXES = ("ing", "edly", "ed", "es", "s")
 _STOP = frozenset(
-    "a an and are as at be but by for from has have how in into is it its of on or that the their them "
-    "then there these they this to was were what when where which who why will with does do can you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "does",
+        "do",
+        "can",
+        "you",
+        "your",
+    ]
 )
 
 
@@ -57,7 +104,7 @@ class LexicalProvider:
         q = [t for t in tokenize(query) if t in model.vocab_dict]
         scores = model.get_scores(q) if q else np.zeros(len(passages))
         out: dict[str, float] = {}
-        for p, s in zip(passages, scores):
+        for p, s in zip(passages, scores, strict=False):
             out.setdefault(p, float(s))
         return out
 

@@ -119,7 +119,7 @@ def resolve_api_key(explicit: str | None = None, *, azure: bool = False, secrets
         for name in names:
             try:
                 value = secrets.get(name)
-            except Exception:  # st.secrets raises when there is no secrets file
+            except (FileNotFoundError, KeyError):  # st.secrets raises FileNotFoundError when there is no secrets file
                 value = None
             if value:
                 return str(value), f"secrets {name}"
@@ -131,11 +131,24 @@ class OpenAIProvider:
 
     name = "openai"
 
-    def __init__(self, *, model: str | None = None, api_key: str | None = None, base_url: str | None = None,
-                 azure_endpoint: str | None = None, azure_deployment: str | None = None,
-                 api_version: str | None = None, temperature: float = 0.0, json_mode: bool = True,
-                 timeout: float = 60.0, max_tokens: int | None = None, reasks: int = 1, scale: int = 3,
-                 retry: RetryPolicy | None = None, cache: ReplyCache | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        azure_endpoint: str | None = None,
+        azure_deployment: str | None = None,
+        api_version: str | None = None,
+        temperature: float = 0.0,
+        json_mode: bool = True,
+        timeout: float = 60.0,
+        max_tokens: int | None = None,
+        reasks: int = 1,
+        scale: int = 3,
+        retry: RetryPolicy | None = None,
+        cache: ReplyCache | None = None,
+    ) -> None:
         self.azure = bool(azure_endpoint)
         self.model = model or azure_deployment or "gpt-4o-mini"
         self.base_url = (base_url or "").rstrip("/") or None
@@ -184,8 +197,12 @@ class OpenAIProvider:
             raise ProviderError(f"{self.name}: no API key (set {env}, add it to Streamlit secrets or enter it)")
         common = dict(api_key=self.__key, timeout=self.timeout, max_retries=0)
         if self.azure:
-            return dict(common, azure_endpoint=self.azure_endpoint, azure_deployment=self.azure_deployment,
-                        api_version=self.api_version)
+            return dict(
+                common,
+                azure_endpoint=self.azure_endpoint,
+                azure_deployment=self.azure_deployment,
+                api_version=self.api_version,
+            )
         return dict(common, base_url=self.base_url) if self.base_url else common
 
     def client(self) -> Any:
@@ -243,13 +260,21 @@ class OpenAIProvider:
         hit = self.cache.get(key)
         if hit is None:
             return key, None
-        return key, Reply(hit.get("reply", ""), int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)),
-                          0.0, True, 0)
+        return key, Reply(
+            hit.get("reply", ""), int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)), 0.0, True, 0
+        )
 
     def _store(self, key: str | None, reply: Reply) -> None:
         if key is not None and self.cache is not None:
-            self.cache.put(key, {"reply": reply.text, "prompt_tokens": reply.prompt_tokens,
-                                 "completion_tokens": reply.completion_tokens, "model": self.model})
+            self.cache.put(
+                key,
+                {
+                    "reply": reply.text,
+                    "prompt_tokens": reply.prompt_tokens,
+                    "completion_tokens": reply.completion_tokens,
+                    "model": self.model,
+                },
+            )
 
     @staticmethod
     def _reply(response: Any, latency_ms: float, retries: int) -> Reply:
@@ -263,8 +288,14 @@ class OpenAIProvider:
         usage = data.get("usage") if isinstance(data, dict) else None
         if not isinstance(usage, dict):
             usage = {}
-        return Reply(text, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
-                     latency_ms, False, retries)
+        return Reply(
+            text,
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+            latency_ms,
+            False,
+            retries,
+        )
 
     def _next_delay(self, exc: BaseException, retries: int, started: float) -> float:
         retryable, what, status, after = classify(exc, self.timeout)
@@ -272,13 +303,19 @@ class OpenAIProvider:
         if not retryable:
             raise ProviderError(self.redact(f"{self.name}: {what}"), status=status, attempts=attempts) from None
         if retries >= self.retry.max_retries:
-            raise ProviderError(self.redact(f"{self.name}: gave up after {attempts} attempts: {what}"),
-                                status=status, attempts=attempts) from None
+            raise ProviderError(
+                self.redact(f"{self.name}: gave up after {attempts} attempts: {what}"), status=status, attempts=attempts
+            ) from None
         delay = self.retry.delay(retries, after)
         if time.monotonic() - started + delay > self.retry.max_total:
-            raise ProviderError(self.redact(
-                f"{self.name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
-                f"the {self.retry.max_total:g} s retry budget"), status=status, attempts=attempts) from None
+            raise ProviderError(
+                self.redact(
+                    f"{self.name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
+                    f"the {self.retry.max_total:g} s retry budget"
+                ),
+                status=status,
+                attempts=attempts,
+            ) from None
         return delay
 
     def complete(self, messages: list[dict[str, str]]) -> Reply:
@@ -289,8 +326,12 @@ class OpenAIProvider:
         while True:
             t0 = time.perf_counter()
             try:
-                resp = self.client().post(_CHAT_PATH, body=self._request(messages), cast_to=httpx2.Response,
-                                          options={"security": {"bearer_auth": True}})
+                resp = self.client().post(
+                    _CHAT_PATH,
+                    body=self._request(messages),
+                    cast_to=httpx2.Response,
+                    options={"security": {"bearer_auth": True}},
+                )
                 break
             except openai.OpenAIError as exc:
                 self.retry.sleep(self._next_delay(exc, retries, started))
@@ -307,8 +348,12 @@ class OpenAIProvider:
         while True:
             t0 = time.perf_counter()
             try:
-                resp = await self.aclient().post(_CHAT_PATH, body=self._request(messages), cast_to=httpx2.Response,
-                                                 options={"security": {"bearer_auth": True}})
+                resp = await self.aclient().post(
+                    _CHAT_PATH,
+                    body=self._request(messages),
+                    cast_to=httpx2.Response,
+                    options={"security": {"bearer_auth": True}},
+                )
                 break
             except openai.OpenAIError as exc:
                 await self.retry.asleep(self._next_delay(exc, retries, started))
@@ -318,8 +363,9 @@ class OpenAIProvider:
         return reply
 
     # ---- operations -------------------------------------------------------------------------
-    def _flow(self, op: str, query: str, passages: list[str], m: int | None = None
-              ) -> Generator[list[dict[str, str]], Reply, Any]:
+    def _flow(
+        self, op: str, query: str, passages: list[str], m: int | None = None
+    ) -> Generator[list[dict[str, str]], Reply, Any]:
         """Ask, parse strictly, re-ask with the reason; log every reply in the current trace."""
         n = len(passages)
         messages = build_messages(op, query, passages, m=m, scale=self.scale)
@@ -327,8 +373,14 @@ class OpenAIProvider:
         error: InvalidOutputError | None = None
         for _ in range(self.reasks + 1):
             reply = yield messages
-            log = dict(raw=reply.text, latency_ms=reply.latency_ms, prompt_tokens=reply.prompt_tokens,
-                       completion_tokens=reply.completion_tokens, cache_hit=reply.cache_hit, retries=reply.retries)
+            log = dict(
+                raw=reply.text,
+                latency_ms=reply.latency_ms,
+                prompt_tokens=reply.prompt_tokens,
+                completion_tokens=reply.completion_tokens,
+                cache_hit=reply.cache_hit,
+                retries=reply.retries,
+            )
             try:
                 value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
             except InvalidOutputError as exc:

@@ -102,7 +102,9 @@ def parse_grade(raw: str | None, scale: int) -> int:
     """``{"grade": g}`` -> integer in 0..scale."""
     grade = _load_object(raw, "grade")
     if not _is_int(grade) or not 0 <= grade <= scale:
-        raise InvalidOutputError("bad_grade", f'"grade" must be an integer from 0 to {scale} (got {json.dumps(grade)})', raw)
+        raise InvalidOutputError(
+            "bad_grade", f'"grade" must be an integer from 0 to {scale} (got {json.dumps(grade)})', raw
+        )
     return int(grade)
 
 

@@ -6,8 +6,7 @@ Passages are numbered from 1 in the order shown; replies are strict JSON (see `p
 from __future__ import annotations
 
 SYSTEM = (
-    "You are RankLens, an expert relevance judge for search results. "
-    "Answer with a single JSON object and nothing else."
+    "You are RankLens, an expert relevance judge for search results. Answer with a single JSON object and nothing else."
 )
 
 GRADE_LABELS = {
@@ -23,8 +22,10 @@ def _numbered(passages: list[str]) -> str:
 def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3) -> str:
     """The one-line statement of the required JSON reply."""
     if op == "rank":
-        return (f'{{"ranking": [ids]}} listing every id from 1 to {n} exactly once, most relevant first, '
-                'for example {"ranking": [2, 1, 3]}')
+        return (
+            f'{{"ranking": [ids]}} listing every id from 1 to {n} exactly once, most relevant first, '
+            'for example {"ranking": [2, 1, 3]}'
+        )
     if op == "compare":
         return '{"winner": "A"} or {"winner": "B"} (capital letter)'
     if op == "select":
@@ -34,36 +35,56 @@ def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3) -
     raise ValueError(f"unknown operation {op!r}")
 
 
-def build_messages(op: str, query: str, passages: list[str], *, m: int | None = None,
-                   scale: int = 3) -> list[dict[str, str]]:
+def build_messages(
+    op: str, query: str, passages: list[str], *, m: int | None = None, scale: int = 3
+) -> list[dict[str, str]]:
     """Messages for one operation: rank (listwise), compare (A/B), select (top m), grade."""
     n = len(passages)
     fmt = reply_format(op, n=n, m=m, scale=scale)
     if op == "rank":
-        body = (f"I will give you {n} passages, each with a numeric id in brackets. Rank them by relevance "
-                f"to the search query.\n\nQuery: {query}\n\n{_numbered(passages)}\n\n"
-                f"Query: {query}\nReply with {fmt}.")
+        body = (
+            f"I will give you {n} passages, each with a numeric id in brackets. Rank them by relevance "
+            f"to the search query.\n\nQuery: {query}\n\n{_numbered(passages)}\n\n"
+            f"Query: {query}\nReply with {fmt}."
+        )
     elif op == "compare":
         a, b = passages
-        body = (f"Which of the two passages is more relevant to the query?\n\nQuery: {query}\n\n"
-                f"Passage A: {a}\n\nPassage B: {b}\n\nReply with {fmt}.")
+        body = (
+            f"Which of the two passages is more relevant to the query?\n\nQuery: {query}\n\n"
+            f"Passage A: {a}\n\nPassage B: {b}\n\nReply with {fmt}."
+        )
     elif op == "select":
-        body = (f"I will give you {n} passages, each with a numeric id in brackets. Select the {m} passages "
-                f"most relevant to the query.\n\nQuery: {query}\n\n{_numbered(passages)}\n\n"
-                f"Query: {query}\nReply with {fmt}.")
+        body = (
+            f"I will give you {n} passages, each with a numeric id in brackets. Select the {m} passages "
+            f"most relevant to the query.\n\nQuery: {query}\n\n{_numbered(passages)}\n\n"
+            f"Query: {query}\nReply with {fmt}."
+        )
     elif op == "grade":
         (p,) = passages
         labels = GRADE_LABELS.get(scale, f"0 = irrelevant ... {scale} = perfectly relevant")
-        body = (f"Grade how relevant the passage is to the query on a scale from 0 to {scale} ({labels}).\n\n"
-                f"Query: {query}\n\nPassage: {p}\n\nReply with {fmt}.")
+        body = (
+            f"Grade how relevant the passage is to the query on a scale from 0 to {scale} ({labels}).\n\n"
+            f"Query: {query}\n\nPassage: {p}\n\nReply with {fmt}."
+        )
     else:
         raise ValueError(f"unknown operation {op!r}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]
 
 
-def reask_messages(messages: list[dict[str, str]], raw: str | None, reason: str, op: str, *, n: int,
-                   m: int | None = None, scale: int = 3) -> list[dict[str, str]]:
+def reask_messages(
+    messages: list[dict[str, str]],
+    raw: str | None,
+    reason: str,
+    op: str,
+    *,
+    n: int,
+    m: int | None = None,
+    scale: int = 3,
+) -> list[dict[str, str]]:
     """The conversation extended with the invalid reply and a message saying what was wrong."""
     fmt = reply_format(op, n=n, m=m, scale=scale)
-    return [*messages, {"role": "assistant", "content": raw or ""},
-            {"role": "user", "content": f"That reply was invalid: {reason}. Reply again with only {fmt}."}]
+    return [
+        *messages,
+        {"role": "assistant", "content": raw or ""},
+        {"role": "user", "content": f"That reply was invalid: {reason}. Reply again with only {fmt}."},
+    ]

@@ -231,9 +231,9 @@ def _rankgpt(n: int, window: int, stride: int) -> StrategyGen:
     start = n - window
     while True:
         start = max(0, start)
-        shown = order[start:start + window]
+        shown = order[start : start + window]
         (perm,) = yield [Op("rank", tuple(shown))]
-        order[start:start + window] = [shown[i] for i in perm]
+        order[start : start + window] = [shown[i] for i in perm]
         if start == 0:
             break
         start -= stride
@@ -263,7 +263,7 @@ def _tourrank(n: int, rounds: int, stages: Any, seed: int) -> StrategyGen:
                 random.Random(seed + r * 1_000_003 + s * 1_009 + g).shuffle(group)
             answers = yield [Op("select", tuple(group), keep) for group in groups]
             nxt: list[int] = []
-            for group, picked in zip(groups, answers):
+            for group, picked in zip(groups, answers, strict=False):
                 chosen = [group[i] for i in picked]
                 for d in chosen:
                     points[d] += 1
@@ -286,12 +286,17 @@ def _allpairs(n: int, max_docs: int) -> StrategyGen:
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     ops = [op for i, j in pairs for op in (Op("compare", (i, j)), Op("compare", (j, i)))]
     answers = (yield ops) if ops else []
-    judgements = [(op.ids[0], op.ids[1], ans) for op, ans in zip(ops, answers)]
+    judgements = [(op.ids[0], op.ids[1], ans) for op, ans in zip(ops, answers, strict=False)]
     fit = fit_pairs(k, judgements)
     top = sorted(range(k), key=lambda i: (-fit["strength"][i], i))
     order = top + list(range(k, n))
-    extra = {"judged": k, "strength": fit["strength"], "ci_low": fit["ci_low"], "ci_high": fit["ci_high"],
-             "aggregator": fit["method"]}
+    extra = {
+        "judged": k,
+        "strength": fit["strength"],
+        "ci_low": fit["ci_low"],
+        "ci_high": fit["ci_high"],
+        "aggregator": fit["method"],
+    }
     return Outcome(order, None, extra)
 
 

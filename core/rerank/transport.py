@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
+from typing import Any
 
 
 @dataclass
@@ -35,7 +35,7 @@ class RetryPolicy:
     def delay(self, retry_index: int, retry_after: float | None) -> float:
         if retry_after is not None:
             return max(0.0, retry_after)
-        d = min(self.max_delay, self.base_delay * (2 ** retry_index))
+        d = min(self.max_delay, self.base_delay * (2**retry_index))
         return max(0.0, d * (1 + self.jitter * (2 * self._rng.random() - 1)))
 
 

@@ -4,7 +4,8 @@ selection, uploads (parsed once, cached by content hash), errors and downloads."
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pandas as pd
 import streamlit as st
@@ -165,10 +166,20 @@ def sidebar() -> None:
     st.session_state[SEL_RUNS] = chosen
     with st.sidebar:
         st.markdown("### Datasets")
-        st.selectbox("Qrels", qrels_names, key=SEL_QRELS, format_func=lambda n: _label(ws, "qrels", n),
-                     help="Relevance judgements used by every page.")
-        st.multiselect("Runs", run_names, key=SEL_RUNS, format_func=lambda n: _label(ws, "run", n),
-                       help="Runs shown on the Metrics page (demo runs and your uploads).")
+        st.selectbox(
+            "Qrels",
+            qrels_names,
+            key=SEL_QRELS,
+            format_func=lambda n: _label(ws, "qrels", n),
+            help="Relevance judgements used by every page.",
+        )
+        st.multiselect(
+            "Runs",
+            run_names,
+            key=SEL_RUNS,
+            format_func=lambda n: _label(ws, "run", n),
+            help="Runs shown on the Metrics page (demo runs and your uploads).",
+        )
         counts = {k: len(ws.names(k)) for k in ("run", "qrels", "votes", "corpus", "answers", "chunkmap")}
         st.caption(" · ".join(f"{v} {k}" for k, v in counts.items() if v) + " loaded — manage them on the Data page.")
 
@@ -193,11 +204,26 @@ def active_runs() -> list:
 
 
 def download_csv(frame: pd.DataFrame, filename: str, label: str = "Download CSV", key: str | None = None) -> None:
-    st.download_button(label, data=lambda: frame.to_csv(index=False).encode("utf-8"), file_name=filename,
-                       mime="text/csv", on_click="ignore", icon=":material/download:", key=key or f"dl-{filename}")
+    st.download_button(
+        label,
+        data=lambda: frame.to_csv(index=False).encode("utf-8"),
+        file_name=filename,
+        mime="text/csv",
+        on_click="ignore",
+        icon=":material/download:",
+        key=key or f"dl-{filename}",
+    )
 
 
-def download_text(make: Callable[[], str], filename: str, label: str, key: str | None = None,
-                  mime: str = "text/plain") -> None:
-    st.download_button(label, data=lambda: make().encode("utf-8"), file_name=filename, mime=mime,
-                       on_click="ignore", icon=":material/download:", key=key or f"dl-{filename}")
+def download_text(
+    make: Callable[[], str], filename: str, label: str, key: str | None = None, mime: str = "text/plain"
+) -> None:
+    st.download_button(
+        label,
+        data=lambda: make().encode("utf-8"),
+        file_name=filename,
+        mime=mime,
+        on_click="ignore",
+        icon=":material/download:",
+        key=key or f"dl-{filename}",
+    )

@@ -6,8 +6,10 @@ import json
 
 from tests.app.conftest import open_page
 
-RUN = (b"q100 Q0 d000-01 1 3.0 myrun\nq100 Q0 d000-02 2 3.0 myrun\nq100 Q0 d000-03 3 2.0 myrun\n"
-       b"q101 Q0 d001-05 1 1.0 myrun\nq101 Q0 d001-07 2 1.0 myrun\n")
+RUN = (
+    b"q100 Q0 d000-01 1 3.0 myrun\nq100 Q0 d000-02 2 3.0 myrun\nq100 Q0 d000-03 3 2.0 myrun\n"
+    b"q101 Q0 d001-05 1 1.0 myrun\nq101 Q0 d001-07 2 1.0 myrun\n"
+)
 QRELS = b"q100 0 d000-02 1\nq100 0 d000-03 2\nq101 0 d001-07 1\nq102 0 dx 1\n"
 
 
@@ -27,8 +29,12 @@ def test_sidebar_selects_demo_datasets(app):
 def test_metrics_page_demo(app):
     open_page(app, "metrics")
     summary = app.table[0].value
-    assert list(summary.index) == ["bm25 (float scores)", "cross-encoder (0.1 steps)",
-                                   "llm-pointwise (0-10)", "llm-grader (0-3)"]
+    assert list(summary.index) == [
+        "bm25 (float scores)",
+        "cross-encoder (0.1 steps)",
+        "llm-pointwise (0-10)",
+        "llm-grader (0-3)",
+    ]
     assert "mrr@10 tie-aware" in summary.columns
     charts = app.get("plotly_chart")
     assert charts, "expected plotly charts"
@@ -94,8 +100,12 @@ def test_rename_and_remove_dataset(app):
 def test_metrics_tabs_render_lazily(app):
     open_page(app, "metrics")
     assert len(app.get("plotly_chart")) == 1  # only the open tab ran
-    for view, expect_chart in [("Where ties bite", True), ("Tie groups", True),
-                               ("Per-query drill-down", False), ("Significance", False)]:
+    for view, expect_chart in [
+        ("Where ties bite", True),
+        ("Tie groups", True),
+        ("Per-query drill-down", False),
+        ("Significance", False),
+    ]:
         app.session_state["view"] = view
         app.run()
         assert not app.exception, (view, app.exception)

@@ -48,8 +48,11 @@ def test_demo_fusion_page_end_to_end():
     titles = _titles(at)
     assert any(t.startswith("Query q100: where each document moved") for t in titles)
     assert any("as k varies" in t for t in titles)
-    k_fig = next(json.loads(c.proto.spec) for c in at.get("plotly_chart") if "as k varies" in
-                 json.loads(c.proto.spec)["layout"]["title"]["text"])
+    k_fig = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if "as k varies" in json.loads(c.proto.spec)["layout"]["title"]["text"]
+    )
     assert k_fig["layout"]["xaxis"]["type"] == "log"
     assert {t["name"] for t in k_fig["data"]} == {"trec", "expected", "chosen k = 60"}
     marker = next(t for t in k_fig["data"] if t["name"] == "chosen k = 60")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import chart_titles, open_page
@@ -31,7 +30,7 @@ def test_estimate_then_run_rankgpt_on_demo(app):
     flat = metrics.reset_index()
     trec = flat[flat["ties"].str.startswith("traditional")].set_index("run")
     assert trec.loc["reranked (rankgpt)", "ndcg@10"] > trec.loc["first stage", "ndcg@10"]
-    usage = [d.value for d in at.dataframe if "actual calls" in d.value.columns][0]
+    usage = next(d.value for d in at.dataframe if "actual calls" in d.value.columns)
     assert usage["actual calls"].iloc[0] == 28 == usage["estimated calls"].iloc[0]
     assert any(t.startswith("Movement for") for t in _titles(at))
     # another query in the before/after view
@@ -56,7 +55,7 @@ def test_comparison_mode_table_and_scatter(app):
     at.multiselect(key="rr_strategies").set_value(["rankgpt", "tourrank", "pointwise"]).run()
     at.button(key="rr_run").click().run()
     assert not at.exception and not at.error
-    table = [d.value for d in at.dataframe if "method" in d.value.columns][0]
+    table = next(d.value for d in at.dataframe if "method" in d.value.columns)
     assert table["method"].tolist() == ["original", "rankgpt", "tourrank", "pointwise"]
     assert list(table.columns[:5]) == ["method", "ndcg@10", "mrr@10", "map", "recall@10"]
     assert any(t.startswith("Cost vs quality") for t in _titles(at))
@@ -95,7 +94,7 @@ def test_openai_against_local_server_key_stays_in_session(app, tmp_path, monkeyp
         assert not at.exception, [e.value for e in at.exception]
         n_requests = len(srv.requests)
     assert n_requests == 4  # 2 queries x 2 windows; the demo passages carry no score hints: any valid reply
-    log = [d.value for d in at.dataframe if "raw" in d.value.columns][0]
+    log = next(d.value for d in at.dataframe if "raw" in d.value.columns)
     assert len(log) == 4 and secret not in log.to_json()
     cached = list((tmp_path / ".ranklens_cache").rglob("*.json"))
     assert cached and all(secret not in p.read_text() for p in cached)

@@ -24,6 +24,7 @@ pytest run of their own. The server is started like `make run` (``python -m page
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -34,8 +35,8 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import pytest
 
@@ -92,23 +93,35 @@ class StreamlitServer:
     def command(self) -> list[str]:
         """How the app is served; keep it in step with `make run`."""
         return [
-            sys.executable, "-m", "pages.common.serve",
-            "--server.headless", "true",
-            "--server.address", "127.0.0.1",
-            "--server.port", str(self.port),
-            "--browser.gatherUsageStats", "false",
-            "--server.fileWatcherType", "none",
+            sys.executable,
+            "-m",
+            "pages.common.serve",
+            "--server.headless",
+            "true",
+            "--server.address",
+            "127.0.0.1",
+            "--server.port",
+            str(self.port),
+            "--browser.gatherUsageStats",
+            "false",
+            "--server.fileWatcherType",
+            "none",
         ]
 
     def start(self, timeout: float = SERVER_START_TIMEOUT_S) -> str:
         cmd = self.command()
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         env.pop("OPENAI_API_KEY", None)  # browser tests never reach a network LLM
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            cmd, cwd=self.root, env=env, stdout=self._log, stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL, start_new_session=True,
-        )
+        with open(self.log_path, "wb") as log:  # the server writes to its own copy of the descriptor
+            self.proc = subprocess.Popen(
+                cmd,
+                cwd=self.root,
+                env=env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         deadline = time.monotonic() + timeout
         health = f"{self.url}/_stcore/health"
         while time.monotonic() < deadline:
@@ -134,10 +147,8 @@ class StreamlitServer:
     def terminate(self) -> None:
         """SIGTERM the process group without waiting (call `stop` later to reap it)."""
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
 
     def stop(self, grace: float = 10.0) -> None:
         """SIGTERM the process group, SIGKILL it after ``grace`` seconds, reap it."""
@@ -148,13 +159,9 @@ class StreamlitServer:
         try:
             proc.wait(timeout=grace)
         except subprocess.TimeoutExpired:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
             proc.wait(timeout=5)
-        if not self._log.closed:
-            self._log.close()
 
 
 #: Servers sent SIGTERM by a test's teardown, reaped at the end of the session (saves the
@@ -269,10 +276,8 @@ def page(browser_context, request: pytest.FixtureRequest):
         yield tab
     finally:
         if request.node.stash.get(_CALL_FAILED, False):
-            try:
+            with contextlib.suppress(Exception):  # never mask the test's own failure
                 print("screenshot of the failure:", _screenshot(tab, "FAILED-" + request.node.name))
-            except Exception:  # noqa: BLE001 - never mask the test's own failure
-                pass
         tab.close()
 
 

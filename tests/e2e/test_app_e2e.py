@@ -33,7 +33,9 @@ QRELS_TREC = "q1 0 d2 1\nq1 0 d1 0\nq2 0 d4 2\nq2 0 d5 0\n"
 
 def nav_titles(page) -> list[str]:
     """Sidebar navigation labels (the icon ligature is the first line of each link)."""
-    return [link.inner_text().strip().splitlines()[-1].strip() for link in page.get_by_test_id("stSidebarNavLink").all()]
+    return [
+        link.inner_text().strip().splitlines()[-1].strip() for link in page.get_by_test_id("stSidebarNavLink").all()
+    ]
 
 
 def open_nav(page, title: str, wait_for_app) -> None:
@@ -76,7 +78,7 @@ def table_row(page, run: str) -> dict[str, str]:
     row = table.locator("tbody tr").filter(has_text=run).first
     cells = [c.strip() for c in row.locator("th, td").all_inner_texts()]
     assert len(cells) == len(headers), (headers, cells)
-    return dict(zip(headers, cells))
+    return dict(zip(headers, cells, strict=False))
 
 
 def test_home_on_demo_data(app_server, page, goto, screenshot):
@@ -126,8 +128,9 @@ def test_upload_run_and_qrels_then_metrics(app_server, page, tmp_path: Path, got
     screenshot(page, "metrics")
 
 
-def test_bad_upload_shows_readable_error_and_keeps_datasets(app_server, page, tmp_path: Path, goto,
-                                                            wait_for_app, screenshot):
+def test_bad_upload_shows_readable_error_and_keeps_datasets(
+    app_server, page, tmp_path: Path, goto, wait_for_app, screenshot
+):
     good = tmp_path / "good.trec"
     good.write_text(RUN_TREC)
     bad = tmp_path / "broken.trec"

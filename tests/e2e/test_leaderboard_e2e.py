@@ -25,7 +25,8 @@ def test_leaderboard_page_end_to_end(page, app_server, goto, wait_for_app, scree
     expect(main.get_by_text("Sandwich (robust) intervals").first).to_be_visible()
     expect(main.get_by_test_id("stDataFrame").first).to_be_visible(timeout=30_000)
     expect(main.locator("[data-testid=stDataFrame] [role=gridcell]", has_text="orca-ultra").first).to_be_attached(
-        timeout=30_000)
+        timeout=30_000
+    )
     expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
     # bootstrap on demand
     main.get_by_role("button", name="Run bootstrap").click()

@@ -14,9 +14,10 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 SCORE = re.compile(r"score=(-?\d+)")
 SECRET = "sk-test-SECRET-7f3a9c"  # the API key used by the tests (must never leak)
@@ -97,29 +98,41 @@ class FakeOpenAIServer:
                 super().setup()
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
-            def do_POST(self) -> None:  # noqa: N802
+            def do_POST(self) -> None:
                 t0 = time.perf_counter()
                 length = int(self.headers.get("content-length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer.lock:
-                    outer.requests.append({"path": self.path, "body": body,
-                                           "headers": {k.lower(): v for k, v in self.headers.items()}})
+                    outer.requests.append(
+                        {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
+                    )
                     action = outer.script.popleft() if outer.script else Action()
                 delay = action.delay or outer.delay
                 if delay:
                     time.sleep(delay)
                 if action.status != 200:
-                    payload = (action.body or json.dumps({"error": {"message": f"scripted {action.status}",
-                                                                    "type": "server_error"}})).encode()
+                    payload = (
+                        action.body
+                        or json.dumps({"error": {"message": f"scripted {action.status}", "type": "server_error"}})
+                    ).encode()
                 else:
                     content = action.content if action.content is not None else outer.responder(body)
-                    payload = json.dumps({
-                        "id": "chatcmpl-test", "object": "chat.completion", "created": 0,
-                        "model": body.get("model", "test"),
-                        "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": content}}],
-                        "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
-                    }).encode()
+                    payload = json.dumps(
+                        {
+                            "id": "chatcmpl-test",
+                            "object": "chat.completion",
+                            "created": 0,
+                            "model": body.get("model", "test"),
+                            "choices": [
+                                {
+                                    "index": 0,
+                                    "finish_reason": "stop",
+                                    "message": {"role": "assistant", "content": content},
+                                }
+                            ],
+                            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                        }
+                    ).encode()
                 try:
                     self.send_response(action.status)
                     self.send_header("content-type", "application/json")

@@ -46,8 +46,13 @@ def passages(n, seed=0):
     return [f"passage {i} about topic score={s}" for i, s in enumerate(scores)]
 
 
-PARAMS = {"rankgpt": {"window": 4, "stride": 2}, "prp": {"passes": 2}, "tourrank": {"rounds": 2},
-          "pointwise": {}, "prp-allpairs": {"max_docs": 5}}
+PARAMS = {
+    "rankgpt": {"window": 4, "stride": 2},
+    "prp": {"passes": 2},
+    "tourrank": {"rounds": 2},
+    "pointwise": {},
+    "prp-allpairs": {"max_docs": 5},
+}
 
 
 @pytest.mark.parametrize("strategy", list(PARAMS))
@@ -161,9 +166,15 @@ def test_malformed_json_is_reasked_with_the_reason(server, make_provider):
     assert res.order == sorted(range(3), key=lambda i: -passage_score(ps[i]))
 
 
-@pytest.mark.parametrize("raw", [
-    'Here you go: {"ranking": [3, 2, 1]}', '{"ranking": [1, 1, 2]}', '{"ranking": [1, 2]}', '{"ranking": [0, 1, 2]}',
-])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        'Here you go: {"ranking": [3, 2, 1]}',
+        '{"ranking": [1, 1, 2]}',
+        '{"ranking": [1, 2]}',
+        '{"ranking": [0, 1, 2]}',
+    ],
+)
 def test_invalid_rank_twice_falls_back_to_window_order(server, make_provider, raw):
     server.push(Action(content=raw), Action(content=raw))
     res = rerank_query("rankgpt", "topic", passages(3), make_provider(reasks=1))
@@ -215,8 +226,12 @@ def test_cache_makes_rerun_free_and_never_stores_the_key(server, make_provider, 
 
 def test_key_never_in_logs_errors_or_repr(server, make_provider, tmp_path):
     server.push(Action(content="{bad"), Action(status=500, body=json.dumps({"error": {"message": f"boom {SECRET}"}})))
-    cands = CandidateSet((QueryCandidates("q1", "topic", ("a", "b", "c"), tuple(passages(3))),
-                          QueryCandidates("q2", "topic", ("a", "b"), tuple(passages(2, seed=4)))))
+    cands = CandidateSet(
+        (
+            QueryCandidates("q1", "topic", ("a", "b", "c"), tuple(passages(3))),
+            QueryCandidates("q2", "topic", ("a", "b"), tuple(passages(2, seed=4))),
+        )
+    )
     provider = make_provider(cache=ReplyCache(tmp_path / "k", enabled=True), max_retries=0)
     result = rerank_candidates(cands, "rankgpt", provider, concurrency=1)
     blob = result.log_frame().to_json() + json.dumps(result.usage, default=str) + json.dumps(result.errors)
@@ -234,9 +249,14 @@ def test_batch_keeps_other_queries_when_one_fails():
                 raise ProviderError("openai: gave up after 2 attempts: HTTP 500 server error")
             return super().rank(q, ps)
 
-    cands = CandidateSet(tuple(
-        QueryCandidates(f"q{i}", "explode" if i == 2 else "topic", tuple(f"d{j}" for j in range(5)),
-                        tuple(passages(5, seed=i))) for i in range(4)))
+    cands = CandidateSet(
+        tuple(
+            QueryCandidates(
+                f"q{i}", "explode" if i == 2 else "topic", tuple(f"d{j}" for j in range(5)), tuple(passages(5, seed=i))
+            )
+            for i in range(4)
+        )
+    )
     for concurrency in (1, 4):
         result = rerank_candidates(cands, "rankgpt", FailOne(), concurrency=concurrency)
         assert set(result.errors) == {"q2"} and "HTTP 500" in result.errors["q2"]
@@ -245,21 +265,28 @@ def test_batch_keeps_other_queries_when_one_fails():
 
 
 def test_batch_http_500_for_one_query(server, make_provider, sleeps):
-    cands = CandidateSet(tuple(
-        QueryCandidates(f"q{i}", f"topic {i}", tuple(f"d{j}" for j in range(6)), tuple(passages(6, seed=i)))
-        for i in range(5)))
+    cands = CandidateSet(
+        tuple(
+            QueryCandidates(f"q{i}", f"topic {i}", tuple(f"d{j}" for j in range(6)), tuple(passages(6, seed=i)))
+            for i in range(5)
+        )
+    )
     # the first three requests fail: with max_retries=2 exactly one query (the first to ask) fails
     server.push(*[Action(status=500)] * 3)
-    result = rerank_candidates(cands, "rankgpt", make_provider(max_retries=2), concurrency=1,
-                               params={"window": 4, "stride": 2})
+    result = rerank_candidates(
+        cands, "rankgpt", make_provider(max_retries=2), concurrency=1, params={"window": 4, "stride": 2}
+    )
     assert list(result.errors) == ["q0"] and "gave up after 3 attempts" in result.errors["q0"]
     assert result.run.n_queries == 4 and len(sleeps.calls) == 2
 
 
 def test_async_batch_matches_sync_and_runs_concurrently(make_provider):
-    cands = CandidateSet(tuple(
-        QueryCandidates(f"q{i}", f"topic {i}", tuple(f"d{j}" for j in range(8)), tuple(passages(8, seed=i)))
-        for i in range(6)))
+    cands = CandidateSet(
+        tuple(
+            QueryCandidates(f"q{i}", f"topic {i}", tuple(f"d{j}" for j in range(8)), tuple(passages(8, seed=i)))
+            for i in range(6)
+        )
+    )
     with FakeOpenAIServer(delay=0.02) as srv:
         sync = rerank_candidates(cands, "tourrank", make_provider(base_url=srv.base_url), concurrency=1)
         asyn = rerank_candidates(cands, "tourrank", make_provider(base_url=srv.base_url), concurrency=8)
@@ -269,8 +296,9 @@ def test_async_batch_matches_sync_and_runs_concurrently(make_provider):
 
 
 def test_azure_endpoint_deployment_and_api_version(server, make_provider):
-    provider = make_provider(base_url=None, azure_endpoint=server.url, azure_deployment="my-dep",
-                             api_version="2024-10-21", model=None)
+    provider = make_provider(
+        base_url=None, azure_endpoint=server.url, azure_deployment="my-dep", api_version="2024-10-21", model=None
+    )
     order = run_strategy("rankgpt", "topic", passages(3), provider)
     req = server.requests[0]
     assert req["path"].startswith("/openai/deployments/my-dep/chat/completions")

@@ -67,10 +67,17 @@ def expected_windows(n, window=20, stride=10):
         start -= stride
 
 
-@pytest.mark.parametrize("n,windows", [
-    (2, [(0, 2)]), (5, [(0, 5)]), (20, [(0, 20)]), (21, [(1, 21), (0, 20)]), (37, [(17, 37), (7, 27), (0, 20)]),
-    (100, [(80, 100), (70, 90), (60, 80), (50, 70), (40, 60), (30, 50), (20, 40), (10, 30), (0, 20)]),
-])
+@pytest.mark.parametrize(
+    "n,windows",
+    [
+        (2, [(0, 2)]),
+        (5, [(0, 5)]),
+        (20, [(0, 20)]),
+        (21, [(1, 21), (0, 20)]),
+        (37, [(17, 37), (7, 27), (0, 20)]),
+        (100, [(80, 100), (70, 90), (60, 80), (50, 70), (40, 60), (30, 50), (20, 40), (10, 30), (0, 20)]),
+    ],
+)
 def test_rankgpt_window_schedule(n, windows):
     p = Scripted()  # identity answers keep the order, so window [s, e) shows exactly d_s..d_{e-1}
     order = run_strategy("rankgpt", "q", docs(n), p)
@@ -85,9 +92,9 @@ def test_rankgpt_writes_permutation_back_into_the_same_slots():
     p = Scripted(rank=lambda shown: list(range(len(shown)))[::-1])
     order = run_strategy("rankgpt", "q", docs(21), p)
     # window [1,21) reversed: [0, 20, 19, ..., 1]; then window [0,20) = [0, 20..2] reversed
-    first = [0] + list(range(20, 0, -1))
+    first = [0, *list(range(20, 0, -1))]
     assert p.calls[1][1] == tuple(f"d{i}" for i in first[:20])
-    assert order == first[:20][::-1] + [1]
+    assert order == [*first[:20][::-1], 1]
 
 
 def test_rankgpt_bubbles_best_to_the_top_like_ranksmith():
@@ -106,8 +113,12 @@ def test_rankgpt_params_and_formula():
             p = Scripted()
             run_strategy("rankgpt", "q", docs(n), p, window=window, stride=stride)
             assert len(p.calls) == estimate_calls("rankgpt", n, window=window, stride=stride)
-            assert [(c[1][0], c[1][-1]) for c in p.calls] == [(f"d{s}", f"d{e - 1}") for s, e in
-                                                              expected_windows(n, window, stride)] if n else True
+            assert (
+                [(c[1][0], c[1][-1]) for c in p.calls]
+                == [(f"d{s}", f"d{e - 1}") for s, e in expected_windows(n, window, stride)]
+                if n
+                else True
+            )
     with pytest.raises(RerankConfigError):
         estimate_calls("rankgpt", 10, window=5, stride=6)
     with pytest.raises(RerankConfigError):
@@ -119,8 +130,14 @@ def test_prp_call_order_and_count():
     p = Scripted(compare=lambda a, b: "A")  # upper always wins in both orders: a conflict -> keep
     order = run_strategy("prp", "q", docs(4), p, passes=2)
     assert order == [0, 1, 2, 3]
-    one_pass = [("compare", "d2", "d3"), ("compare", "d3", "d2"), ("compare", "d1", "d2"), ("compare", "d2", "d1"),
-                ("compare", "d0", "d1"), ("compare", "d1", "d0")]
+    one_pass = [
+        ("compare", "d2", "d3"),
+        ("compare", "d3", "d2"),
+        ("compare", "d1", "d2"),
+        ("compare", "d2", "d1"),
+        ("compare", "d0", "d1"),
+        ("compare", "d1", "d0"),
+    ]
     assert p.calls == one_pass * 2
     for n in (0, 1, 2, 5, 20):
         q = Scripted()
@@ -198,8 +215,9 @@ def test_tourrank_next_stage_keeps_model_order_and_points_break_ties_by_input_po
     pick_last = lambda shown, m: list(range(len(shown)))[::-1][:m]  # noqa: E731
     p = Scripted(select=pick_last)
     res = rerank_query("tourrank", "q", docs(8), p, rounds=1, stages=[(2, 4, 2), (1, 4, 1)])
-    ref_order, ref_calls, ref_points = reference_tourrank(8, lambda g, m: list(range(len(g)))[::-1][:m], rounds=1,
-                                                          stages=[(2, 4, 2), (1, 4, 1)])
+    ref_order, ref_calls, ref_points = reference_tourrank(
+        8, lambda g, m: list(range(len(g)))[::-1][:m], rounds=1, stages=[(2, 4, 2), (1, 4, 1)]
+    )
     assert [(tuple(idx(x) for x in c[1]), c[2]) for c in p.calls] == ref_calls
     assert res.order == ref_order and res.extra["points"] == ref_points
     assert sorted(res.order) == list(range(8))
@@ -248,10 +266,12 @@ def test_allpairs_bradley_terry_and_cap():
     assert len(p.calls) == 30 == estimate_calls("prp-allpairs", 6)
     assert p.calls[:2] == [("compare", "d0", "d1"), ("compare", "d1", "d0")]
     lo, hi, s = res.extra["ci_low"], res.extra["ci_high"], res.extra["strength"]
-    assert all(a <= b <= c for a, b, c in zip(lo, s, hi))
+    assert all(a <= b <= c for a, b, c in zip(lo, s, hi, strict=False))
     q = Scripted(compare=lambda a, b: "A" if idx(a) > idx(b) else "B")
     capped = rerank_query("prp-allpairs", "q", docs(8), q, max_docs=4)
-    assert capped.order == [3, 2, 1, 0, 4, 5, 6, 7] and len(q.calls) == 12 == estimate_calls("prp-allpairs", 8, max_docs=4)
+    assert capped.order == [3, 2, 1, 0, 4, 5, 6, 7] and len(q.calls) == 12 == estimate_calls(
+        "prp-allpairs", 8, max_docs=4
+    )
 
 
 def test_seeded_shuffle_maps_back_to_input_indices():
@@ -266,6 +286,7 @@ def test_seeded_shuffle_maps_back_to_input_indices():
 
 def test_truncation_and_strict_mode():
     from core.rerank import DocumentTooLongError
+
     p = Scripted()
     res = rerank_query("rankgpt", "q", ["x" * 50, "short"], p, max_chars=10)
     assert res.truncated == 1 and p.calls[0][1] == ("x" * 10, "short")
