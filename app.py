@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import streamlit as st
 
+from core.runtime import tune_process
 from pages.common import ui
 
+tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
 st.set_page_config(
     page_title="RankLens", page_icon=":material/leaderboard:", layout="wide", initial_sidebar_state="expanded"
 )

@@ -12,6 +12,7 @@ import sys
 
 from core.cli import SUBCOMMANDS, fail
 from core.errors import RankLensError
+from core.runtime import tune_process
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -31,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     command = next((a for a in argv if not a.startswith("-")), None)
     parser = build_parser(command if command in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
+    tune_process()
     module = importlib.import_module(args._module)
     try:
         return int(module.run(args) or 0)

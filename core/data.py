@@ -2,8 +2,13 @@
 
 A `Run` holds rows ``(qid, docid, score)`` and optionally ``rank`` (the file's own rank
 column); a `Qrels` holds rows ``(qid, docid, relevance)`` with integer grades. Both wrap a
-``pyarrow.Table`` that is never mutated; derived arrays (query codes, sort orders, tie groups)
-are computed once and cached on the instance.
+``pyarrow.Table`` that is never mutated.
+
+Derived values (query codes, sort orders, indexes, joins, digests) are built once on first
+use and kept by the dataset itself in its `Derived` store, addressed by typed `Key`
+constants: the data-layer keys are declared below, higher layers declare their own
+(`core.ties.RANKED`, `core.indexes.JUDGED` ...). Nothing outside a dataset caches
+per-dataset values, so a dropped dataset frees everything derived from it.
 
 Validation happens at construction: empty ids, non-finite scores and a docid repeated within a
 query raise `DataError`. Readers in `core.io` attach file and line numbers to those errors.
@@ -12,9 +17,10 @@ query raise `DataError`. Readers in `core.io` attach file and line numbers to th
 from __future__ import annotations
 
 import hashlib
+import weakref
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -23,40 +29,88 @@ import pyarrow.compute as pc
 
 from core.errors import DataError
 
-# mimalloc (pyarrow's default) returns freed pages eagerly, so every large allocation of a
-# parse faults fresh pages in from the kernel; jemalloc reuses them (measured: 3-4 s less
-# system time on an MS MARCO-sized run). Fall back to the system allocator.
-try:
-    pa.set_memory_pool(pa.jemalloc_memory_pool())
-except (NotImplementedError, pa.ArrowNotImplementedError):  # pragma: no cover - build without jemalloc
-    pa.set_memory_pool(pa.system_memory_pool())
+T = TypeVar("T")
 
 
-def _keep_freed_heap_memory() -> None:
-    """Let glibc's malloc (numpy's allocator) reuse freed blocks below 32 MiB instead of
-    unmapping and re-faulting them: chunked numpy pipelines (fusion, evaluation) then touch
-    fresh pages once, not once per chunk (measured: ~0.4-1 s less system time per fusion of
-    five 7M-row runs on a 2-core VM). Arrays of 32 MiB and more are still returned at once;
-    a no-op outside glibc."""
-    try:
-        import ctypes
+class Key(Generic[T]):
+    """The name of one kind of derived value; `Derived.get` with a ``Key[T]`` returns a
+    ``T``. Each key is declared once, as a module constant of the layer that builds the
+    value, and is compared by identity (the name is for reading only)."""
 
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_mmap_threshold, 32 * 2**20)
-    mallopt(m_trim_threshold, 1024 * 2**20)
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"Key({self.name!r})"
 
 
-_keep_freed_heap_memory()
+class Derived:
+    """Values derived from one immutable dataset, each built once on first use and kept by
+    the dataset that owns this store: they live and die with it.
 
-if TYPE_CHECKING:
-    from core.ties import RankedRun
+    A value is addressed by a `Key` and an optional hashable ``arg`` (a cutoff, a relevance
+    level); `per` keeps one value per *other* object, weakly (a run's join with each qrels,
+    dropped with the qrels). Datasets with the same rows share one store (`Run.renamed`).
+    Threads racing on a missing value may both build it: builds are pure, so the values are
+    equal, and the last write wins (no lock is held while building)."""
+
+    __slots__ = ("_per", "_values")
+
+    def __init__(self) -> None:
+        self._values: dict[tuple[Key[Any], Hashable], Any] = {}
+        self._per: dict[Key[Any], weakref.WeakKeyDictionary[Any, Any]] = {}
+
+    def get(self, key: Key[T], build: Callable[[], T], arg: Hashable = None) -> T:
+        """The value under ``(key, arg)``, built by ``build()`` the first time."""
+        slot = (key, arg)
+        try:
+            return self._values[slot]
+        except KeyError:
+            value = self._values[slot] = build()
+            return value
+
+    def per(self, key: Key[T], other: object, build: Callable[[], T]) -> T:
+        """The value under ``key`` for the ``other`` object, built by ``build()`` the first
+        time; held weakly by ``other``: it does not keep ``other`` alive."""
+        table = self._per.get(key)
+        if table is None:
+            table = self._per.setdefault(key, weakref.WeakKeyDictionary())
+        try:
+            return table[other]
+        except KeyError:
+            value = table[other] = build()
+            return value
+
+    def has(self, key: Key[Any], arg: Hashable = None) -> bool:
+        """Whether ``(key, arg)`` was built already (for paths that avoid building it)."""
+        return (key, arg) in self._values
+
+    def seed(self, key: Key[T], value: T, arg: Hashable = None) -> None:
+        """Store a value that a constructor knows already (it is never rebuilt)."""
+        self._values[(key, arg)] = value
+
+    def __repr__(self) -> str:
+        names = {k.name for k, _ in self._values} | {k.name for k in self._per}
+        return f"Derived({', '.join(sorted(names))})"
+
 
 RUN_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("score", pa.float64())])
 QRELS_SCHEMA = pa.schema([("qid", pa.string()), ("docid", pa.string()), ("relevance", pa.int64())])
+
+# ---- data-layer derived values (higher layers declare theirs next to their builders) ------
+DIGEST: Key[str] = Key("content_digest")
+QUERY_ENCODING: Key[tuple[np.ndarray, np.ndarray]] = Key("query_encoding")  # (codes per row, unique qids)
+DOCIDS: Key[pa.Array] = Key("docids")
+SCORES: Key[np.ndarray] = Key("scores")
+RANKS: Key[np.ndarray | None] = Key("ranks")
+DOC_KEYS: Key[tuple[np.ndarray, bool]] = Key("doc_keys")
+KEY_INDEX: Key[KeyIndex] = Key("key_index")
+PRESORTED: Key[bool] = Key("presorted")
+QUERY_BOUNDS: Key[np.ndarray] = Key("query_bounds")
+FRAME: Key[pd.DataFrame] = Key("frame")
+VOTES_ENCODED: Key[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = Key("votes_encoded")
 
 
 def contiguous(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -67,11 +121,11 @@ def contiguous(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     return col
 
 
-def content_digest(obj: Any) -> str:
+def content_digest(obj: Run | Qrels | Votes) -> str:
     """Digest of an immutable dataset's table (every column's Arrow buffers, offsets and
     lengths), computed once per object: a cache key that changes with any change of content."""
-    found = obj.__dict__.get("_content_digest")
-    if found is None:
+
+    def build() -> str:
         digest = hashlib.blake2b(digest_size=16)
         for name in obj.table.column_names:
             digest.update(name.encode("utf-8"))
@@ -80,8 +134,9 @@ def content_digest(obj: Any) -> str:
                 for buffer in chunk.buffers():
                     if buffer is not None:
                         digest.update(memoryview(buffer))
-        found = obj.__dict__["_content_digest"] = digest.hexdigest()
-    return found
+        return digest.hexdigest()
+
+    return obj.derived.get(DIGEST, build)
 
 
 def _as_string(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -267,6 +322,16 @@ def find_duplicate_pair(qid_codes: np.ndarray, docid: pa.Array) -> tuple[int, in
     return KeyIndex.build(qid_codes, docid).duplicate_pair(qid_codes, docid)
 
 
+def is_presorted(codes: np.ndarray, scores: np.ndarray) -> bool:
+    """True when rows are already grouped by query (codes non-decreasing) and score-descending."""
+    if len(codes) < 2:
+        return True
+    dc = np.diff(codes)
+    if (dc < 0).any():
+        return False
+    return not bool(((scores[1:] > scores[:-1]) & (dc == 0)).any())
+
+
 @dataclass(frozen=True, eq=False)
 class Run:
     """A ranked result list per query: rows ``(qid, docid, score[, rank])``.
@@ -279,8 +344,36 @@ class Run:
     table: pa.Table
     source: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: values derived from ``table`` (see `Derived`); shared by datasets with the same rows
+    derived: Derived = field(default_factory=Derived, compare=False, repr=False, kw_only=True)
 
     # ---- construction -------------------------------------------------------------------
+    @classmethod
+    def from_sorted(
+        cls,
+        table: pa.Table,
+        name: str,
+        *,
+        qid_codes: np.ndarray,
+        qid_values: np.ndarray,
+        scores: np.ndarray,
+        doc_keys: tuple[np.ndarray, bool] | None = None,
+        source: str | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Run:
+        """A run built by RankLens itself (fusion) whose rows are already grouped by query
+        (``qid_codes`` non-decreasing, indexing ``qid_values``) and score-descending within
+        each query, with those facts known: the run is `presorted`, and its query codes,
+        ``scores`` (``table["score"]`` as numpy) and optionally `doc_keys` are not recomputed.
+        ``table`` has columns qid, docid (string) and score (float64); it is not validated."""
+        run = cls(name=name, table=table, source=source, meta=dict(meta or {}))
+        run.derived.seed(QUERY_ENCODING, (qid_codes, qid_values))
+        run.derived.seed(SCORES, scores)
+        run.derived.seed(PRESORTED, True)
+        if doc_keys is not None:
+            run.derived.seed(DOC_KEYS, doc_keys)
+        return run
+
     @classmethod
     def from_table(
         cls,
@@ -335,7 +428,7 @@ class Run:
                 raise DataError(f"missing {col}", file=self.source, expected=f"a non-empty {col}", rows=(row,))
         # an empty qid is one of the few distinct qids; exact (integer) docids are never empty
         empty_q = np.flatnonzero(self.qid_values == "")
-        empty = np.flatnonzero(self.qid_codes == empty_q[0]) if len(empty_q) else []
+        empty: np.ndarray = np.flatnonzero(self.qid_codes == empty_q[0]) if len(empty_q) else np.zeros(0, np.int64)
         col = "qid"
         if not len(empty) and not self.doc_keys[1]:
             empty, col = np.flatnonzero(np.diff(string_offsets(self.docids)) == 0), "docid"
@@ -361,10 +454,10 @@ class Run:
                 rows=(i, j),
             )
 
-    # ---- columns ------------------------------------------------------------------------
-    @cached_property
+    # ---- columns (data-layer derived values) --------------------------------------------
+    @property
     def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
-        return encode_queries(contiguous(self.table["qid"]))
+        return self.derived.get(QUERY_ENCODING, lambda: encode_queries(contiguous(self.table["qid"])))
 
     @property
     def qid_codes(self) -> np.ndarray:
@@ -380,54 +473,54 @@ class Run:
     def qids(self) -> list[str]:
         return list(self.qid_values)
 
-    @cached_property
+    @property
     def docids(self) -> pa.Array:
-        return contiguous(self.table["docid"])
+        return self.derived.get(DOCIDS, lambda: contiguous(self.table["docid"]))
 
-    @cached_property
+    @property
     def scores(self) -> np.ndarray:
-        return contiguous(self.table["score"]).to_numpy(zero_copy_only=False)
+        return self.derived.get(SCORES, lambda: contiguous(self.table["score"]).to_numpy(zero_copy_only=False))
 
     @property
     def has_rank(self) -> bool:
         return "rank" in self.table.column_names
 
-    @cached_property
+    @property
     def ranks(self) -> np.ndarray | None:
-        if not self.has_rank:
-            return None
-        return contiguous(self.table["rank"]).to_numpy(zero_copy_only=False)
+        """The file's rank column, or None."""
 
-    @cached_property
+        def build() -> np.ndarray | None:
+            if not self.has_rank:
+                return None
+            return contiguous(self.table["rank"]).to_numpy(zero_copy_only=False)
+
+        return self.derived.get(RANKS, build)
+
+    @property
     def doc_keys(self) -> tuple[np.ndarray, bool]:
         """`docid_keys` of the docid column: exact integers or hashes (reused by fusion)."""
-        return docid_keys(self.docids)
+        return self.derived.get(DOC_KEYS, lambda: docid_keys(self.docids))
 
-    @cached_property
+    @property
     def key_index(self) -> KeyIndex:
         """Rows sorted by (query, docid) key (built by validation, reused by the qrels join)."""
-        return KeyIndex.build(self.qid_codes, self.docids, self.doc_keys)
+        return self.derived.get(KEY_INDEX, lambda: KeyIndex.build(self.qid_codes, self.docids, self.doc_keys))
 
-    @cached_property
+    @property
     def presorted(self) -> bool:
         """Rows grouped by query and score-descending within each query (file order)."""
-        from core.ties import _is_presorted
+        return self.derived.get(PRESORTED, lambda: is_presorted(self.qid_codes, self.scores))
 
-        return _is_presorted(self.qid_codes, self.scores)
-
-    @cached_property
+    @property
     def query_bounds(self) -> np.ndarray:
         """For a `presorted` run: row where query code c starts (length n_queries + 1)."""
-        bounds = np.zeros(self.n_queries + 1, dtype=np.int64)
-        np.cumsum(np.bincount(self.qid_codes, minlength=self.n_queries), out=bounds[1:])
-        return bounds
 
-    @cached_property
-    def ranked(self) -> RankedRun:
-        """Rows sorted by (query, score desc) with tie groups (see `core.ties`)."""
-        from core.ties import rank_run
+        def build() -> np.ndarray:
+            bounds = np.zeros(self.n_queries + 1, dtype=np.int64)
+            np.cumsum(np.bincount(self.qid_codes, minlength=self.n_queries), out=bounds[1:])
+            return bounds
 
-        return rank_run(self)
+        return self.derived.get(QUERY_BOUNDS, build)
 
     def __len__(self) -> int:
         return self.table.num_rows
@@ -439,41 +532,11 @@ class Run:
     # ---- views --------------------------------------------------------------------------
     def to_frame(self) -> pd.DataFrame:
         """All rows as a DataFrame (file order)."""
-        frame = self.table.to_pandas()
-        return frame
-
-    def sorted_frame(self, ties: str = "trec") -> pd.DataFrame:
-        """Rows in ranked order under a deterministic tie policy (``trec`` or ``given``),
-        with 1-based ``rank`` and a ``tie_group`` id per query."""
-        from core.ties import ordered_frame
-
-        return ordered_frame(self, ties=ties)
-
-    def query(self, qid: str, ties: str = "trec") -> pd.DataFrame:
-        """One query's ranked list (see `sorted_frame`)."""
-        mask = pc.equal(self.table["qid"], qid)
-        sub = Run(name=self.name, table=self.table.filter(mask), source=self.source)
-        if sub.table.num_rows == 0:
-            return pd.DataFrame(columns=["qid", "docid", "score", "rank", "tie_group", "tie_size"])
-        return sub.sorted_frame(ties=ties)
-
-    _CACHED = (
-        "_query_encoding",
-        "docids",
-        "scores",
-        "ranks",
-        "doc_keys",
-        "key_index",
-        "presorted",
-        "query_bounds",
-        "ranked",
-    )
+        return self.table.to_pandas()
 
     def renamed(self, name: str) -> Run:
-        """The same rows under another name (derived arrays are shared, not recomputed)."""
-        run = Run(name=name, table=self.table, source=self.source, meta=self.meta)
-        run.__dict__.update({k: self.__dict__[k] for k in self._CACHED if k in self.__dict__})
-        return run
+        """The same rows under another name (derived values are shared, not recomputed)."""
+        return Run(name=name, table=self.table, source=self.source, meta=self.meta, derived=self.derived)
 
     def subset(self, qids: list[str] | np.ndarray) -> Run:
         """Only the given queries (validation is inherited)."""
@@ -491,6 +554,8 @@ class Qrels:
     table: pa.Table
     name: str = "qrels"
     source: str | None = None
+    #: values derived from ``table`` (see `Derived`); shared by `renamed` copies
+    derived: Derived = field(default_factory=Derived, compare=False, repr=False, kw_only=True)
 
     @classmethod
     def from_table(cls, table: pa.Table, name: str = "qrels", *, source: str | None = None) -> Qrels:
@@ -546,7 +611,7 @@ class Qrels:
     def validate(self) -> None:
         if self.table.num_rows == 0:
             raise DataError("qrels has no rows", file=self.source, expected="at least one judgement")
-        codes, values = encode_queries(contiguous(self.table["qid"]))
+        codes, values = self._query_encoding
         dup = find_duplicate_pair(codes, contiguous(self.table["docid"]))
         if dup is not None:
             i, j = dup
@@ -557,16 +622,32 @@ class Qrels:
                 rows=(i, j),
             )
 
-    @cached_property
+    @property
+    def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.derived.get(QUERY_ENCODING, lambda: encode_queries(contiguous(self.table["qid"])))
+
+    @property
+    def qid_codes(self) -> np.ndarray:
+        """int32 code per judgement, indexing `qid_values`."""
+        return self._query_encoding[0]
+
+    @property
+    def qid_values(self) -> np.ndarray:
+        """Judged query ids in order of first appearance (object array of str)."""
+        return self._query_encoding[1]
+
+    @property
     def frame(self) -> pd.DataFrame:
-        return self.table.to_pandas()
+        """The judgements as a DataFrame (built once; do not modify it, see `to_frame`)."""
+        return self.derived.get(FRAME, self.table.to_pandas)
 
     def to_frame(self) -> pd.DataFrame:
         return self.frame.copy()
 
-    @cached_property
+    @property
     def qids(self) -> list[str]:
-        return list(encode_queries(contiguous(self.table["qid"]))[1])
+        """Judged queries in order of first appearance."""
+        return list(self.qid_values)
 
     @property
     def n_queries(self) -> int:
@@ -583,7 +664,8 @@ class Qrels:
         return out
 
     def renamed(self, name: str) -> Qrels:
-        return Qrels(table=self.table, name=name, source=self.source)
+        """The same judgements under another name (derived values are shared)."""
+        return Qrels(table=self.table, name=name, source=self.source, derived=self.derived)
 
     def __repr__(self) -> str:
         return f"Qrels(name={self.name!r}, queries={self.n_queries}, judgements={len(self)})"
@@ -666,6 +748,8 @@ class Votes:
     table: pa.Table
     source: str | None = None
     meta: dict[str, Any] = field(default_factory=dict, compare=False)
+    #: values derived from ``table`` (see `Derived`); shared by `renamed` copies
+    derived: Derived = field(default_factory=Derived, compare=False, repr=False, kw_only=True)
 
     @classmethod
     def from_table(
@@ -780,10 +864,13 @@ class Votes:
     def columns(self) -> list[str]:
         return list(self.table.column_names)
 
-    @cached_property
+    @property
     def encoded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         """``(a, b, outcome, models)``: int32 model codes, outcome int8 (2 = model_a wins,
         1 = tie of either kind, 0 = model_b wins); models in order of first appearance."""
+        return self.derived.get(VOTES_ENCODED, self._encode)
+
+    def _encode(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]:
         both = pa.concat_arrays([self.table["model_a"].combine_chunks(), self.table["model_b"].combine_chunks()])
         enc = both.dictionary_encode()
         codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.int32)
@@ -827,7 +914,7 @@ class Votes:
         return self.table.to_pandas()
 
     def renamed(self, name: str) -> Votes:
-        return Votes(name=name, table=self.table, source=self.source, meta=self.meta)
+        return Votes(name=name, table=self.table, source=self.source, meta=self.meta, derived=self.derived)
 
     def __repr__(self) -> str:
         return f"Votes(name={self.name!r}, votes={len(self)}, models={len(self.models)})"

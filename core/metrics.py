@@ -31,18 +31,22 @@ from __future__ import annotations
 
 import re
 import warnings
-import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 
 import numpy as np
 import pandas as pd
 from scipy.special import gammaln
 
-from core.data import Qrels, Run
+from core.data import Key, Qrels, Run
 from core.errors import DataWarning, MetricError
-from core.ties import POLICIES, docid_rank_in_group, given_positions, locate
+from core.indexes import judged_rows, qrels_index
+from core.ties import POLICIES, docid_rank_in_group, given_positions, locate, tie_statistics
+
+#: per qrels and cutoff k (None = whole list): ideal DCG per evaluation query
+IDEAL_DCG: Key[np.ndarray] = Key("ideal_dcg")
+#: per qrels and rel_level: number of relevant judgements per evaluation query
+NUM_RELEVANT: Key[np.ndarray] = Key("num_relevant")
 
 FAMILIES: tuple[str, ...] = ("mrr", "hits", "recall", "precision", "ndcg", "map", "rprec")
 #: The eight ranking metrics of the benchmark / default table.
@@ -146,53 +150,6 @@ def check_policy(ties: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Joining a run with the qrels
-# ---------------------------------------------------------------------------------------
-def _judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
-    """`_join_judged`, cached on the run itself per qrels (weakly): a run that is dropped
-    frees its arrays at once instead of waiting in a global cache."""
-    cache = run.__dict__.get("_judged_by_qrels")
-    if cache is None:
-        cache = run.__dict__["_judged_by_qrels"] = weakref.WeakKeyDictionary()
-    found = cache.get(qrels)
-    if found is None:
-        found = cache[qrels] = _join_judged(run, qrels)
-    return found
-
-
-def _join_judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
-    """Binary search of every judgement in the run's (query, docid) key index."""
-    qrel_qids = qrels.table["qid"].combine_chunks()
-    want_codes = pd.Index(run.qid_values).get_indexer(qrel_qids.to_numpy(zero_copy_only=False)).astype(np.int64)
-    rows = run.key_index.lookup(run.qid_codes, run.docids, want_codes, qrels.table["docid"].combine_chunks())
-    hit = rows >= 0
-    grades = qrels.table["relevance"].combine_chunks().to_numpy(zero_copy_only=False)[hit].astype(np.int64)
-    rows = rows[hit]
-    order = np.argsort(rows, kind="stable")
-    return rows[order], grades[order]
-
-
-def judged_rows(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
-    """File rows of ``run`` that the qrels judge, and their grades (rows ascending)."""
-    return _judged(run, qrels)
-
-
-@dataclass(frozen=True)
-class _QrelsIndex:
-    qids: np.ndarray  # evaluation queries (qrels order)
-    grade_q: np.ndarray  # per judgement: query index
-    grade: np.ndarray  # per judgement: grade
-
-
-@lru_cache(maxsize=16)
-def _qrels_index(qrels: Qrels) -> _QrelsIndex:
-    frame = qrels.frame
-    qids = np.asarray(qrels.qids, dtype=object)
-    lookup = pd.Index(qids)
-    return _QrelsIndex(qids, lookup.get_indexer(frame["qid"]).astype(np.int64), frame["relevance"].to_numpy(np.int64))
-
-
-# ---------------------------------------------------------------------------------------
 # Units: where judged positive documents sit under a policy
 # ---------------------------------------------------------------------------------------
 @dataclass(frozen=True)
@@ -209,7 +166,7 @@ class Units:
 
 
 def _positive_rows(run: Run, qrels: Qrels, rel_level: int) -> tuple[np.ndarray, np.ndarray]:
-    rows, grades = _judged(run, qrels)
+    rows, grades = judged_rows(run, qrels)
     keep = (grades > 0) | (grades >= rel_level)
     return rows[keep], grades[keep]
 
@@ -242,7 +199,7 @@ def _policy_positions(run: Run, rows: np.ndarray, grades: np.ndarray, ties: str)
 def compute_units(run: Run, qrels: Qrels, ties: str, rel_level: int = 1) -> Units:
     """The units of ``run`` under policy ``ties`` (see module docstring)."""
     rows, grades = _positive_rows(run, qrels, rel_level)
-    index = _qrels_index(qrels)
+    index = qrels_index(qrels)
     qmap = pd.Index(index.qids).get_indexer(run.qid_values).astype(np.int64)
     qi = qmap[run.qid_codes[rows]] if len(rows) else np.zeros(0, np.int64)
     is_rel = (grades >= rel_level).astype(np.int64)
@@ -366,23 +323,32 @@ def _ap_sum(units: Units, k: int | None, nq: int) -> np.ndarray:
     return np.bincount(units.qi[u], weights=contrib, minlength=nq)[:nq]
 
 
-@lru_cache(maxsize=64)
 def _ideal_dcg(qrels: Qrels, k: int | None) -> np.ndarray:
-    index = _qrels_index(qrels)
-    gain = np.maximum(index.grade, 0).astype(float)
-    order = np.lexsort((-gain, index.grade_q))
-    q, g = index.grade_q[order], gain[order]
-    starts = np.zeros(len(index.qids) + 1, np.int64)
-    np.cumsum(np.bincount(q, minlength=len(index.qids)), out=starts[1:])
-    pos = np.arange(len(q)) - starts[q]
-    keep = (g > 0) & (True if k is None else pos < k)
-    return np.bincount(q[keep], weights=g[keep] / np.log2(pos[keep] + 2.0), minlength=len(index.qids))
+    """Per evaluation query: DCG@k of the ideal ranking of all its judgements (gains
+    ``max(grade, 0)`` in decreasing order), kept by the qrels per k."""
+
+    def build() -> np.ndarray:
+        index = qrels_index(qrels)
+        gain = np.maximum(index.grade, 0).astype(float)
+        order = np.lexsort((-gain, index.grade_q))
+        q, g = index.grade_q[order], gain[order]
+        starts = np.zeros(len(index.qids) + 1, np.int64)
+        np.cumsum(np.bincount(q, minlength=len(index.qids)), out=starts[1:])
+        pos = np.arange(len(q)) - starts[q]
+        keep = (g > 0) & (True if k is None else pos < k)
+        return np.bincount(q[keep], weights=g[keep] / np.log2(pos[keep] + 2.0), minlength=len(index.qids))
+
+    return qrels.derived.get(IDEAL_DCG, build, k)
 
 
-@lru_cache(maxsize=64)
 def _num_relevant(qrels: Qrels, rel_level: int) -> np.ndarray:
-    index = _qrels_index(qrels)
-    return np.bincount(index.grade_q, weights=(index.grade >= rel_level), minlength=len(index.qids))
+    """Per evaluation query: judgements with grade >= rel_level, kept by the qrels per level."""
+
+    def build() -> np.ndarray:
+        index = qrels_index(qrels)
+        return np.bincount(index.grade_q, weights=(index.grade >= rel_level), minlength=len(index.qids))
+
+    return qrels.derived.get(NUM_RELEVANT, build, rel_level)
 
 
 def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -391,11 +357,13 @@ def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def metric_values(metric: Metric, units: Units, qrels: Qrels, rel_level: int = 1) -> np.ndarray:
     """Per-query values (qrels query order) of one metric from precomputed units."""
-    nq = len(_qrels_index(qrels).qids)
+    nq = len(qrels_index(qrels).qids)
     fam, k = metric.family, metric.k
     if fam == "mrr":
         return _rr(units, k, nq)
     if fam == "hits":
+        if k is None:
+            raise MetricError(f"metric {metric.name!r} needs a cutoff, e.g. hits@10")
         return _hits(units, k, nq)
     if fam in ("precision", "recall", "rprec"):
         if fam == "rprec":
@@ -462,7 +430,7 @@ def evaluate_run(run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, r
         if policy not in cache:
             cache[policy] = compute_units(run, qrels, policy, rel_level)
         columns[metric.name] = metric_values(metric, cache[policy], qrels, rel_level)
-    return pd.DataFrame(columns, index=pd.Index(_qrels_index(qrels).qids, name="qid"))
+    return pd.DataFrame(columns, index=pd.Index(qrels_index(qrels).qids, name="qid"))
 
 
 def evaluate(
@@ -528,14 +496,12 @@ def evaluate_policies(
 def tie_gap_table(runs: Sequence[Run], qrels: Qrels, metric: str = "mrr", rel_level: int = 1) -> pd.DataFrame:
     """Per (run, query): the query's tie ratio and ``metric`` under ``trec`` and
     ``expected`` with their absolute gap — the data of the "where ties bite" plot."""
-    from core.ties import tie_statistics
-
     m = Metric(parse_metric(metric).family, parse_metric(metric).k)
     frames = []
     for run in runs:
         trad = evaluate_run(run, qrels, [m], "trec", rel_level)[m.name]
         expct = evaluate_run(run, qrels, [m], "expected", rel_level)[m.name]
-        ratio = tie_statistics(run)["per_query"].set_index("qid")["tie_ratio"]  # type: ignore[index]
+        ratio = tie_statistics(run).per_query.set_index("qid")["tie_ratio"]
         frame = pd.DataFrame({"qid": trad.index, "traditional": trad.to_numpy(), "expected": expct.to_numpy()})
         frame["tie_ratio"] = frame["qid"].map(ratio).fillna(0.0).to_numpy()
         frame["gap"] = (frame["traditional"] - frame["expected"]).abs()

@@ -1,24 +1,24 @@
 """Tie groups of a run and statistics about them.
 
-Documents of one query with exactly equal scores form a *tie group*. `rank_run` sorts a run
+Documents of one query with exactly equal scores form a *tie group*. `ranked` sorts a run
 once by (query, score descending) — keeping file order among equals — and describes every
-row's position and tie group with flat numpy arrays, so the metric engine never loops over
-queries or documents in Python.
+row's position and tie group with flat numpy arrays (a `RankedRun`, kept by the run), so the
+metric engine never loops over queries or documents in Python. `ordered_frame` and
+`query_frame` show a run in a deterministic order; `tie_statistics` summarises its ties.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-if TYPE_CHECKING:
-    from core.data import Qrels, Run
+from core.data import Key, Qrels, Run
+from core.indexes import judged_rows
 
 POLICIES: tuple[str, ...] = ("expected", "optimistic", "pessimistic", "trec", "given")
 DETERMINISTIC_ORDERS: tuple[str, ...] = ("trec", "given")
@@ -49,18 +49,19 @@ class RankedRun:
         return len(self.group_first)
 
 
-def _is_presorted(codes: np.ndarray, scores: np.ndarray) -> bool:
-    """True when rows are already grouped by query (codes non-decreasing) and score-descending."""
-    if len(codes) < 2:
-        return True
-    dc = np.diff(codes)
-    if (dc < 0).any():
-        return False
-    return not bool(((scores[1:] > scores[:-1]) & (dc == 0)).any())
+#: per run: its `RankedRun` (see `ranked`)
+RANKED: Key[RankedRun] = Key("ranked")
+
+
+def ranked(run: Run) -> RankedRun:
+    """The (query, score desc) ranked view of ``run`` with its tie groups, built once by
+    `rank_run` and kept by the run."""
+    return run.derived.get(RANKED, lambda: rank_run(run))
 
 
 def rank_run(run: Run) -> RankedRun:
-    """Sort ``run`` by (query, score desc), stable, and find its tie groups (vectorised)."""
+    """Sort ``run`` by (query, score desc), stable, and find its tie groups (vectorised).
+    Builds a new view each call: use `ranked` for the one kept by the run."""
     codes = run.qid_codes
     scores = run.scores
     n = len(codes)
@@ -112,13 +113,13 @@ def trec_positions(run: Run) -> np.ndarray:
     """0-based position of every file row within its query under trec_eval's order (score
     descending, then docid descending, byte-wise): the members of all tie groups are sorted
     once by (group, docid descending)."""
-    ranked = run.ranked
-    pos = ranked.group_start.astype(np.int64)
-    tied = np.flatnonzero(ranked.group_size > 1)  # sorted indices; each group is contiguous
+    view = ranked(run)
+    pos = view.group_start.astype(np.int64)
+    tied = np.flatnonzero(view.group_size > 1)  # sorted indices; each group is contiguous
     if len(tied):
-        pos[tied] += docid_desc_offsets(ranked.group_id[tied], run.docids.take(pa.array(ranked.order[tied])))
+        pos[tied] += docid_desc_offsets(view.group_id[tied], run.docids.take(pa.array(view.order[tied])))
     out = np.empty(len(pos), dtype=np.int64)
-    out[ranked.order] = pos
+    out[view.order] = pos
     return out
 
 
@@ -173,7 +174,7 @@ def locate(run: Run, rows: np.ndarray) -> Located:
     sorted structure when the file is already grouped by query and score-descending (the
     usual TREC run): a vectorised binary search per row inside its query's block."""
     rows = np.asarray(rows, dtype=np.int64)
-    if "ranked" not in run.__dict__ and run.presorted:
+    if not run.derived.has(RANKED) and run.presorted:
         codes, scores = run.qid_codes, run.scores
         bounds = run.query_bounds
         lo, hi = bounds[codes[rows]], bounds[codes[rows] + 1]
@@ -181,21 +182,21 @@ def locate(run: Run, rows: np.ndarray) -> Located:
         first = _lower_bound_desc(scores, lo, hi, target, strict=False)
         end = _lower_bound_desc(scores, lo, hi, target, strict=True)
         return Located(rows, rows - lo, first, end - first)
-    ranked = run.ranked
-    sidx = ranked.inverse[rows]
+    view = ranked(run)
+    sidx = view.inverse[rows]
     return Located(
         sidx,
-        ranked.pos[sidx].astype(np.int64),
-        ranked.group_first[ranked.group_id[sidx]],
-        ranked.group_size[sidx].astype(np.int64),
+        view.pos[sidx].astype(np.int64),
+        view.group_first[view.group_id[sidx]],
+        view.group_size[sidx].astype(np.int64),
     )
 
 
 def sorted_to_rows(run: Run, sidx: np.ndarray) -> np.ndarray:
     """File rows at sorted indices ``sidx``."""
-    if "ranked" not in run.__dict__ and run.presorted:
+    if not run.derived.has(RANKED) and run.presorted:
         return sidx
-    return run.ranked.order[sidx]
+    return ranked(run).order[sidx]
 
 
 def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None) -> np.ndarray:
@@ -250,11 +251,11 @@ def ordered_frame(run: Run, ties: str = "trec") -> pd.DataFrame:
     within the query) and ``tie_size``. ``trec``: score desc then docid desc; ``given``:
     the file's rank column / row order (tie groups still reported by score)."""
     rows, pos = ranked_rows(run, ties)
-    ranked = run.ranked
+    view = ranked(run)
     group_local = np.empty(len(rows), dtype=np.int64)
-    group_local[ranked.order] = ranked.group_id - ranked.group_id[ranked.query_start[ranked.qcode]] + 1
+    group_local[view.order] = view.group_id - view.group_id[view.query_start[view.qcode]] + 1
     group_size = np.empty(len(rows), dtype=np.int64)
-    group_size[ranked.order] = ranked.group_size
+    group_size[view.order] = view.group_size
     frame = pd.DataFrame(
         {
             "qid": run.qid_values[run.qid_codes[rows]],
@@ -270,20 +271,50 @@ def ordered_frame(run: Run, ties: str = "trec") -> pd.DataFrame:
     return frame
 
 
-def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> dict[str, object]:
-    """Summary of a run's ties.
+def query_frame(run: Run, qid: str, ties: str = "trec") -> pd.DataFrame:
+    """One query's ranked list under a deterministic tie policy (see `ordered_frame`); an
+    empty frame with the same columns when the run does not hold ``qid``."""
+    sub = run.subset([qid])
+    if len(sub) == 0:
+        return pd.DataFrame(columns=["qid", "docid", "score", "rank", "tie_group", "tie_size"])
+    return ordered_frame(sub, ties=ties)
 
-    Returns ``share_queries_with_ties`` (queries having a group of size >= 2),
-    ``share_docs_in_ties``, ``size_distribution`` (DataFrame: size, groups, documents),
-    ``per_query`` (DataFrame: qid, docs, groups, tied_docs, tie_ratio, max_group) and, with
-    qrels, ``share_relevant_in_ties`` (retrieved relevant documents that sit in a tie group).
+
+@dataclass(frozen=True)
+class TieStats:
+    """Summary of a run's ties (`tie_statistics`).
+
+    ``share_queries_with_ties``: queries having a group of size >= 2; ``share_docs_in_ties``:
+    documents in such a group; ``size_distribution``: DataFrame (size, groups, documents);
+    ``per_query``: DataFrame (qid, docs, groups, tied_docs, tie_ratio, max_group). With qrels,
+    ``relevant_retrieved`` (retrieved documents with grade >= rel_level) and
+    ``share_relevant_in_ties`` (those of them in a tie group); None without qrels.
     """
-    ranked = run.ranked
+
+    queries: int
+    documents: int
+    share_queries_with_ties: float
+    share_docs_in_ties: float
+    size_distribution: pd.DataFrame
+    per_query: pd.DataFrame
+    relevant_retrieved: int | None = None
+    share_relevant_in_ties: float | None = None
+
+    @property
+    def largest_group(self) -> int:
+        """Size of the largest tie group (1 when there is no tie; 0 for an empty run)."""
+        sizes = self.size_distribution["size"]
+        return int(sizes.max()) if len(sizes) else 0
+
+
+def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> TieStats:
+    """Summary of a run's ties (see `TieStats`); ``qrels`` adds the relevant documents' share."""
+    view = ranked(run)
     n_q = run.n_queries
-    first = ranked.group_first
-    sizes = ranked.group_size[first]
-    gq = ranked.qcode[first]
-    docs = np.bincount(ranked.qcode, minlength=n_q)
+    first = view.group_first
+    sizes = view.group_size[first]
+    gq = view.qcode[first]
+    docs = np.bincount(view.qcode, minlength=n_q)
     groups = np.bincount(gq, minlength=n_q)
     tied_docs = np.bincount(gq, weights=np.where(sizes > 1, sizes, 0), minlength=n_q).astype(np.int64)
     max_group = np.zeros(n_q, dtype=np.int64)
@@ -300,20 +331,21 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
     )
     uniq, cnt = np.unique(sizes, return_counts=True)
     size_dist = pd.DataFrame({"size": uniq, "groups": cnt, "documents": uniq * cnt})
-    out: dict[str, object] = {
-        "queries": n_q,
-        "documents": len(run),
-        "share_queries_with_ties": float((max_group > 1).mean()) if n_q else 0.0,
-        "share_docs_in_ties": float(tied_docs.sum() / max(len(run), 1)),
-        "size_distribution": size_dist,
-        "per_query": per_query,
-    }
+    relevant_retrieved: int | None = None
+    share_relevant: float | None = None
     if qrels is not None:
-        from core.metrics import judged_rows
-
         rows, grades = judged_rows(run, qrels)
         rel = grades >= rel_level
         in_tie = locate(run, rows[rel]).size > 1
-        out["relevant_retrieved"] = int(rel.sum())
-        out["share_relevant_in_ties"] = float(in_tie.mean()) if rel.any() else 0.0
-    return out
+        relevant_retrieved = int(rel.sum())
+        share_relevant = float(in_tie.mean()) if rel.any() else 0.0
+    return TieStats(
+        queries=n_q,
+        documents=len(run),
+        share_queries_with_ties=float((max_group > 1).mean()) if n_q else 0.0,
+        share_docs_in_ties=float(tied_docs.sum() / max(len(run), 1)),
+        size_distribution=size_dist,
+        per_query=per_query,
+        relevant_retrieved=relevant_retrieved,
+        share_relevant_in_ties=share_relevant,
+    )

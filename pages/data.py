@@ -9,7 +9,7 @@ import streamlit as st
 from core.answers import score_answers
 from core.io import collapse_chunks
 from core.metrics import coverage_warnings
-from core.ties import tie_statistics
+from core.ties import ordered_frame, tie_statistics
 from pages.common import ui
 
 ws = ui.workspace()
@@ -95,8 +95,8 @@ if kind and name:
         a, b, c, d = st.columns(4)
         a.metric("Queries", f"{obj.n_queries:,}")
         b.metric("Rows", f"{len(obj):,}")
-        c.metric("Queries with ties", f"{stats['share_queries_with_ties']:.0%}")
-        d.metric("Documents in ties", f"{stats['share_docs_in_ties']:.0%}")
+        c.metric("Queries with ties", f"{stats.share_queries_with_ties:.0%}")
+        d.metric("Documents in ties", f"{stats.share_docs_in_ties:.0%}")
         qrels = ui.active_qrels()
         if qrels is not None:
             for note in coverage_warnings(obj, qrels):
@@ -106,11 +106,11 @@ if kind and name:
             f"Scores from {scores.min():.6g} to {scores.max():.6g}; "
             f"{len(np.unique(scores)):,} distinct values. First rows in ranked (trec) order:"
         )
-        head = obj.sorted_frame("trec").head(200)
+        head = ordered_frame(obj, "trec").head(200)
         st.dataframe(head, hide_index=True, width="stretch", placeholder="—")
         with st.expander("Per-query tie statistics"):
-            st.dataframe(stats["per_query"], hide_index=True, width="stretch", placeholder="—")
-            ui.download_csv(stats["per_query"], f"{name}-ties.csv", key="dl-run-ties")
+            st.dataframe(stats.per_query, hide_index=True, width="stretch", placeholder="—")
+            ui.download_csv(stats.per_query, f"{name}-ties.csv", key="dl-run-ties")
         chunk_maps = ws.names("chunkmap")
         if chunk_maps:
             with st.expander("Collapse chunks to documents"):

@@ -156,7 +156,7 @@ m1.metric("Fused queries", f"{fused.n_queries:,}")
 m2.metric("Fused documents", f"{len(fused):,}")
 m3.metric(
     "Queries with ties",
-    f"{stats['share_queries_with_ties']:.0%}",
+    f"{stats.share_queries_with_ties:.0%}",
     help="Share of fused queries having at least two documents with exactly the same fused score.",
 )
 
@@ -189,7 +189,7 @@ else:
         for m in [mm.name for mm in metrics]:
             out[f"{m} (trad.)"] = wide[("trec", m)]
             out[f"{m} tie-aware"] = wide[("expected", m)]
-        out["queries with ties"] = [tie_statistics(r)["share_queries_with_ties"] for r in [*runs, fused]]
+        out["queries with ties"] = [tie_statistics(r).share_queries_with_ties for r in [*runs, fused]]
         out.index.name = "run"
         st.dataframe(
             out.style.format("{:.4f}").format("{:.0%}", subset=["queries with ties"]), width="stretch", placeholder="—"

@@ -10,7 +10,7 @@ from core.charts.metrics import metric_bars, style_ranked_list, tie_gap_scatter,
 from core.errors import RankLensError
 from core.metrics import coverage_warnings, evaluate, evaluate_policies, parse_metrics, tie_gap_table
 from core.stats import compare_runs
-from core.ties import tie_statistics
+from core.ties import query_frame, tie_statistics
 from pages.common import ui
 
 PRESETS = [
@@ -145,15 +145,15 @@ def show_gaps() -> None:
 
 def show_tie_groups() -> None:
     stats = {r.name: tie_statistics(r, qrels, rel_level) for r in runs}
-    st.plotly_chart(tie_size_histogram({k: v["size_distribution"] for k, v in stats.items()}), key="hist")
+    st.plotly_chart(tie_size_histogram({k: v.size_distribution for k, v in stats.items()}), key="hist")
     tie_table = pd.DataFrame(
         [
             {
                 "run": k,
-                "queries with ties": v["share_queries_with_ties"],
-                "documents in ties": v["share_docs_in_ties"],
-                "retrieved relevant in ties": v.get("share_relevant_in_ties", np.nan),
-                "largest tie group": int(v["size_distribution"]["size"].max()),
+                "queries with ties": v.share_queries_with_ties,
+                "documents in ties": v.share_docs_in_ties,
+                "retrieved relevant in ties": np.nan if v.share_relevant_in_ties is None else v.share_relevant_in_ties,
+                "largest tie group": v.largest_group,
             }
             for k, v in stats.items()
         ]
@@ -182,7 +182,7 @@ def show_query() -> None:
         key="drill_qid",
         format_func=lambda q: f"{q}  (|ΔRR| = {gaps_rr.loc[q, 'gap']:.3f})",
     )
-    ranked = run.query(str(qid), ties="trec")
+    ranked = query_frame(run, str(qid), ties="trec")
     grades = qrels.frame[qrels.frame["qid"] == str(qid)].set_index("docid")["relevance"]
     ranked["relevance"] = ranked["docid"].map(grades).astype("Int64")
     per_policy = {

@@ -10,3 +10,10 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # `import core` without installing the project
 if str(ROOT / "tests") not in sys.path:
     sys.path.append(str(ROOT / "tests"))  # shared test helpers (`import oracle`); never shadows the app
+
+
+def pytest_configure(config: object) -> None:
+    """Apply the process tuning the CLI and the app apply (allocator reuse; no result depends on it)."""
+    from core.runtime import tune_process
+
+    tune_process()

@@ -29,6 +29,7 @@ from core.io import (
     read_runs,
     write_trec_run,
 )
+from core.ties import ordered_frame
 
 TREC = b"q1 Q0 d1 1 3.5 runA\nq1 Q0 d2 2 2.0 runA\nq2 Q0 d1 1 -1.25 runA\n"
 ROWS = [("q1", "d1", 3.5, 1), ("q1", "d2", 2.0, 2), ("q2", "d1", -1.25, 1)]
@@ -457,7 +458,7 @@ def test_collapse_keeps_each_documents_best_ranked_chunk():
     chunk_map = pd.DataFrame({"chunk_id": ["c1", "c2", "c3", "c4", "c6"], "doc_id": ["A", "A", "B", "B", "C"]})
     docs = collapse_chunks(run, chunk_map)
     assert docs.name == "chunks (documents)"
-    frame = docs.sorted_frame("trec")
+    frame = ordered_frame(docs, "trec")
     got = [(q, d, s) for q, d, s in frame[["qid", "docid", "score"]].itertuples(index=False, name=None)]
     # q: A via c2 (3.0), C via c6 (2.5), B via c3 (2.0), c5 unmapped keeps its id (0.7)
     # r: B via c3 (0.3, best of c3/c4), A via c1 (0.1)
@@ -564,7 +565,7 @@ def test_write_trec_run_round_trips(tmp_path):
     assert sorted(rows_of(back), key=lambda r: (r[0], r[1])) == sorted(
         [
             (q, d, s, r)
-            for q, d, s, r in run.sorted_frame("trec")[["qid", "docid", "score", "rank"]].itertuples(
+            for q, d, s, r in ordered_frame(run, "trec")[["qid", "docid", "score", "rank"]].itertuples(
                 index=False, name=None
             )
         ],
@@ -572,8 +573,8 @@ def test_write_trec_run_round_trips(tmp_path):
     )
     # ranks are the trec order 1..n per query, and scores survive bit for bit
     assert (
-        back.sorted_frame("given")[["qid", "docid"]].values.tolist()
-        == run.sorted_frame("trec")[["qid", "docid"]].values.tolist()
+        ordered_frame(back, "given")[["qid", "docid"]].values.tolist()
+        == ordered_frame(run, "trec")[["qid", "docid"]].values.tolist()
     )
     assert dict(zip(back.to_frame()["docid"], back.to_frame()["score"], strict=False)) == dict(
         zip(frame["docid"], frame["score"], strict=False)
@@ -645,7 +646,7 @@ def test_write_trec_run_lines_follow_sorted_frame(ties):
     for run in (a, fuse([a, b], "rrf")):
         expected = [
             (q, "Q0", d, str(r), s, "t")
-            for q, d, r, s in run.sorted_frame(ties)[["qid", "docid", "rank", "score"]].itertuples(
+            for q, d, r, s in ordered_frame(run, ties)[["qid", "docid", "rank", "score"]].itertuples(
                 index=False, name=None
             )
         ]

@@ -337,22 +337,23 @@ def test_rank_run_groups():
 def test_tie_statistics():
     run = _tie_example()
     stats = tie_statistics(run)
-    assert stats["queries"] == 2 and stats["documents"] == 9
-    assert stats["share_queries_with_ties"] == 0.5
-    assert stats["share_docs_in_ties"] == pytest.approx(5 / 9)
-    sizes = stats["size_distribution"]
+    assert stats.queries == 2 and stats.documents == 9
+    assert stats.share_queries_with_ties == 0.5
+    assert stats.share_docs_in_ties == pytest.approx(5 / 9)
+    sizes = stats.size_distribution
     assert sizes.values.tolist() == [[1, 4, 4], [2, 1, 2], [3, 1, 3]]
-    pq = stats["per_query"].set_index("qid")
+    pq = stats.per_query.set_index("qid")
     assert pq.loc["q1", ["docs", "groups", "tied_docs", "max_group"]].tolist() == [6, 3, 5, 3]
     assert pq.loc["q1", "tie_ratio"] == pytest.approx(5 / 6) and pq.loc["q2", "tie_ratio"] == 0
-    assert "share_relevant_in_ties" not in stats
+    assert stats.share_relevant_in_ties is None and stats.relevant_retrieved is None
+    assert stats.largest_group == 3
     qrels = Qrels.from_dict({"q1": {"a": 1, "d": 2, "c": 0, "zz": 1}, "q2": {"z": 1}, "q9": {"a": 1}})
     with_q = tie_statistics(run, qrels)
-    assert with_q["relevant_retrieved"] == 3  # a, d, z (zz not retrieved, c not relevant)
-    assert with_q["share_relevant_in_ties"] == pytest.approx(2 / 3)
-    assert tie_statistics(run, qrels, rel_level=2)["share_relevant_in_ties"] == 1.0  # only d
+    assert with_q.relevant_retrieved == 3  # a, d, z (zz not retrieved, c not relevant)
+    assert with_q.share_relevant_in_ties == pytest.approx(2 / 3)
+    assert tie_statistics(run, qrels, rel_level=2).share_relevant_in_ties == 1.0  # only d
     no_rel = tie_statistics(run, Qrels.from_dict({"q1": {"a": 0}}))
-    assert no_rel["relevant_retrieved"] == 0 and no_rel["share_relevant_in_ties"] == 0.0
+    assert no_rel.relevant_retrieved == 0 and no_rel.share_relevant_in_ties == 0.0
 
 
 def test_ordered_frame():
@@ -362,8 +363,8 @@ def test_ordered_frame():
     assert trec["rank"].tolist() == [1, 2, 3, 4, 5, 6, 1, 2, 3]
     assert trec["tie_group"].tolist() == [1, 1, 2, 3, 3, 3, 1, 2, 3]
     assert trec["tie_size"].tolist() == [2, 2, 1, 3, 3, 3, 1, 1, 1]
-    assert run.sorted_frame().equals(trec)
-    given = run_of([("q", "a", 1.0), ("q", "b", 2.0), ("q", "c", 1.0)], rank=[1, 3, 2]).sorted_frame("given")
+    assert ordered_frame(run).equals(trec)  # trec is the default
+    given = ordered_frame(run_of([("q", "a", 1.0), ("q", "b", 2.0), ("q", "c", 1.0)], rank=[1, 3, 2]), "given")
     assert given["docid"].tolist() == ["a", "c", "b"] and given["file_rank"].tolist() == [1, 2, 3]
     assert given["tie_group"].tolist() == [2, 2, 1]
     with pytest.raises(ValueError):

@@ -21,6 +21,7 @@ import pytrec_eval
 from hypothesis import given
 
 from core.metrics import evaluate, parse_metric
+from core.ties import ordered_frame
 
 CUTOFFS = (1, 2, 3, 5, 10)
 _CUTS = ",".join(map(str, CUTOFFS))
@@ -143,7 +144,7 @@ def test_trec_order_is_bytewise_docid_descending():
     """trec_eval compares docids with strcmp: 'é' (0xC3..) > 'z' > 'Z' > '9' > '10'."""
     rows = [("q", d, 1.0, i + 1) for i, d in enumerate(["10", "9", "Z", "z", "é", "zz"])]
     run = oracle.make_run(rows)
-    assert list(run.sorted_frame("trec")["docid"]) == ["é", "zz", "z", "Z", "9", "10"]
+    assert list(ordered_frame(run, "trec")["docid"]) == ["é", "zz", "z", "Z", "9", "10"]
     for rel in ["10", "9", "Z", "z", "é", "zz"]:
         qrels = {"q": {rel: 1}}
         reference = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(_run_dict(rows))

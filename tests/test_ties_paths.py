@@ -9,7 +9,7 @@ import pytest
 
 from core.data import Qrels, Run
 from core.metrics import evaluate
-from core.ties import POLICIES, locate
+from core.ties import POLICIES, RANKED, locate, ranked
 
 METRICS = "mrr,mrr@3,hits@2,recall@5,precision@3,ndcg,ndcg@4,map,map@5,rprec"
 
@@ -41,7 +41,7 @@ def test_presorted_fast_path_matches_general_path(seed):
         a = evaluate(fast, qrels, METRICS, ties=policy).per_query.drop(columns="run")
         b = evaluate(slow, qrels, METRICS, ties=policy).per_query.drop(columns="run")
         pd.testing.assert_frame_equal(a, b, rtol=0, atol=1e-12)
-    assert "ranked" not in fast.__dict__  # metrics never materialised the full structure
+    assert not fast.derived.has(RANKED)  # metrics never materialised the full structure
 
 
 def test_locate_agrees_with_ranked():
@@ -50,10 +50,10 @@ def test_locate_agrees_with_ranked():
     run = Run.from_frame(ordered, "r")
     rows = np.arange(len(run))
     fast = locate(run, rows)
-    ranked = run.ranked
-    np.testing.assert_array_equal(fast.pos, ranked.pos)
-    np.testing.assert_array_equal(fast.size, ranked.group_size)
-    np.testing.assert_array_equal(fast.group_start, ranked.group_start)
+    view = ranked(run)
+    np.testing.assert_array_equal(fast.pos, view.pos)
+    np.testing.assert_array_equal(fast.size, view.group_size)
+    np.testing.assert_array_equal(fast.group_start, view.group_start)
 
 
 def test_numeric_docids_packed_index_finds_duplicates_and_judgements():
@@ -73,7 +73,7 @@ def test_numeric_docids_packed_index_finds_duplicates_and_judgements():
             {"qid": ["7", "7", "9", "9", "8"], "docid": ["12", "012", "12", "x", "12"], "relevance": [1, 1, 2, 1, 1]}
         )
     )
-    from core.metrics import judged_rows
+    from core.indexes import judged_rows
 
     rows, grades = judged_rows(run, qrels)
     assert rows.tolist() == [1, 3] and grades.tolist() == [1, 2]  # "012" and "x" are other documents

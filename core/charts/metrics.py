@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
@@ -161,9 +163,9 @@ def style_ranked_list(frame: pd.DataFrame):
             return [f"background-color: {color}"] * len(row)
         return [""] * len(row)
 
-    def grade_style(value: object) -> str:
+    def grade_style(value: Any) -> str:
         try:
-            g = int(value)  # type: ignore[arg-type]
+            g = int(value)
         except (TypeError, ValueError):
             return "color: #9aa5b1"
         if g <= 0:

@@ -19,11 +19,12 @@ N_CANDIDATES = 40
 SEED = 20240607
 
 #: name -> (signal strength, noise sd, rounding step; None = keep floats)
-SYSTEMS: dict[str, tuple[float, float, float | None]] = {
+#: name -> (signal, noise, score step: None = 6 decimals, a number = rounded to it, "grade" = 0-3)
+SYSTEMS: dict[str, tuple[float, float, float | str | None]] = {
     "bm25 (float scores)": (0.45, 1.0, None),
     "cross-encoder (0.1 steps)": (0.6, 0.9, 0.1),
     "llm-pointwise (0-10)": (0.7, 0.9, 1.0),
-    "llm-grader (0-3)": (0.8, 0.8, "grade"),  # type: ignore[dict-item]
+    "llm-grader (0-3)": (0.8, 0.8, "grade"),
 }
 
 
@@ -49,7 +50,7 @@ def generate(seed: int = SEED) -> tuple[Qrels, list[Run]]:
     runs = []
     for name, (signal, noise, step) in SYSTEMS.items():
         latent = signal * grades + rng.normal(0.0, noise, size=grades.shape)
-        if step == "grade":
+        if isinstance(step, str):  # "grade"
             scores = np.clip(np.round(latent), 0, 3).astype(float)
         elif step is None:
             scores = np.round(latent * 3.0 + 10.0, 6)

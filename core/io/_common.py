@@ -31,7 +31,7 @@ def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
         name = filename or path.name
     else:
         raw = data.read()
-        name = filename or getattr(data, "name", "<stream>")
+        name = filename or str(getattr(data, "name", "<stream>"))
     if raw[:2] == b"\x1f\x8b":
         try:
             raw = gzip.decompress(raw)

@@ -21,6 +21,7 @@ from core.data import Run
 from core.errors import DataError
 from core.io._common import Source, check_text, json_lines, load_bytes, strip_bom
 from core.rerank.candidates import CandidateSet, QueryCandidates
+from core.ties import ordered_frame
 
 ID_ALIASES = {
     "docid": ("docid", "doc_id", "id", "_id", "pid", "document_id"),
@@ -194,7 +195,7 @@ def read_candidates_from_run(
     qtext = queries if isinstance(queries, dict) else read_text_table(queries, "queries", filename=queries_filename)
     corpus_name = corpus_filename or (corpus if isinstance(corpus, str) else "corpus")
     queries_name = queries_filename or (queries if isinstance(queries, str) else "queries")
-    frame = run.sorted_frame("trec")
+    frame = ordered_frame(run, "trec")
     frame = frame[frame["rank"] <= depth]
     out = []
     for qid, group in frame.groupby("qid", sort=False):

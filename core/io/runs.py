@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from core.data import Qrels, Run
 from core.errors import DataError
 from core.io._common import LineMap, Source, check_text, json_lines, load_bytes, sniff_format, strip_bom
-from core.ties import ranked_rows
+from core.ties import ordered_frame, ranked_rows
 
 RUN_TREC_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
 QRELS_TREC_COLUMNS = ("qid", "iter", "docid", "relevance")
@@ -100,6 +100,7 @@ def read_runs(
 ) -> list[Run]:
     """Parse a run file; one `Run` per tag (a single run is named ``name``, its tag, or
     the file's stem). Raises `DataError` with file and line on bad input."""
+    lines: LineMap | None
     fast = _plain_trec_file(data, filename, fmt)
     if fast is not None:
         # A plain TREC file on disk: pyarrow reads it directly (no Python copy of the bytes);
@@ -355,10 +356,10 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
             numeric = pd.to_numeric(frame[c], errors="coerce")
             bad = numeric.isna() & frame[c].notna()
             if bad.any() or numeric.isna().any():
-                row = int(np.flatnonzero((bad | numeric.isna()).to_numpy())[0])
-                shown = frame[c].iloc[row]
+                bad_row = int(np.flatnonzero((bad | numeric.isna()).to_numpy())[0])
+                shown = frame[c].iloc[bad_row]
                 shown = shown.item() if hasattr(shown, "item") else shown  # numpy scalar -> plain repr
-                raise DataError(f"{c} {shown!r} is not a number", rows=(row,), expected=f"a numeric {c}")
+                raise DataError(f"{c} {shown!r} is not a number", rows=(bad_row,), expected=f"a numeric {c}")
             frame[c] = numeric
     return pa.Table.from_pandas(frame, preserve_index=False)
 
@@ -624,7 +625,7 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
 def collapse_chunks(run: Run, chunk_map: pd.DataFrame, *, name: str | None = None) -> Run:
     """Chunk-level run -> document-level run: each document keeps its best-ranked chunk
     (highest score; trec order among equal scores). Unmapped chunks keep their own id."""
-    frame = run.sorted_frame("trec")
+    frame = ordered_frame(run, "trec")
     mapping = pd.Series(chunk_map["doc_id"].to_numpy(), index=chunk_map["chunk_id"].to_numpy())
     frame["docid"] = frame["docid"].map(mapping).fillna(frame["docid"])
     best = frame.drop_duplicates(["qid", "docid"], keep="first")
