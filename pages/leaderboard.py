@@ -176,7 +176,7 @@ if have_boot:
         lb = stored[1]
         st.caption(
             f"Bootstrap percentile intervals from {rounds:,} rounds (seed {seed}), fitted as one batched "
-            f"computation in {lb.info.get('bootstrap_seconds', 0):.2f} s."
+            f"computation in {lb.estimates.seconds if lb.estimates else 0.0:.2f} s."
         )
     else:
         st.caption("Sandwich (robust) intervals.")
@@ -188,14 +188,14 @@ for d in lb.diagnostics:
 if not lb.ok or lb.table.empty:
     st.stop()
 
-info = lb.info
+summary = lb.summary
 m1, m2, m3, m4 = st.columns(4)
-m1.metric("Votes", f"{info['n_votes']:,}")
-m2.metric("Models", f"{info['n_models']:,}")
-m3.metric("Ties", f"{info['tie_share']:.1%}")
+m1.metric("Votes", f"{summary.n_votes:,}")
+m2.metric("Models", f"{summary.n_models:,}")
+m3.metric("Ties", f"{summary.tie_share:.1%}")
 m4.metric(
-    "Davidson ν" if "davidson_nu" in info else "Fit iterations",
-    f"{info['davidson_nu']:.3f}" if "davidson_nu" in info else str(info["iterations"]),
+    "Davidson ν" if summary.davidson_nu is not None else "Fit iterations",
+    f"{summary.davidson_nu:.3f}" if summary.davidson_nu is not None else str(summary.iterations),
 )
 
 table = lb.table

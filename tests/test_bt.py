@@ -84,7 +84,7 @@ def test_agrees_with_independent_scipy_fit(seed):
     ref = _scipy_reference(votes)
     ours = lb.ratings.reindex(ref.index)
     assert np.abs(ours - ref).max() < 1e-3
-    assert lb.info["grad_norm"] <= 1e-9
+    assert lb.summary.grad_norm <= 1e-9
 
 
 def test_agrees_with_fastchat_recipe_to_a_tenth_of_a_point():
@@ -177,7 +177,7 @@ def test_sandwich_widths_match_bootstrap_within_5_percent():
     # the plain inverse-Fisher interval is wider with half-win ties
     agg = bt.aggregate(votes)
     f = bt.fit(agg)
-    gauge = bt._gauge(f.components, len(f.s))
+    gauge = bt.gauge_projector(f.components, len(f.s))
     fisher = np.sqrt(np.diag(np.linalg.inv(f.hessian + gauge) - gauge)) * FACTOR * 2 * ndtri(0.975)
     sandwich_w = (sw.ci_high - sw.ci_low).loc[agg.models].to_numpy()
     assert (fisher / sandwich_w).mean() > 1.03
@@ -222,13 +222,13 @@ def test_davidson_l2_decay_and_min_votes():
     votes = demo_votes()
     half = bt.leaderboard(votes, intervals="none").ratings
     dav = bt.leaderboard(votes, ties="davidson", intervals="sandwich")
-    assert dav.info["ties"] == "davidson" and 0 < dav.info["davidson_nu"] < 5
+    assert dav.summary.ties == "davidson" and 0 < dav.summary.davidson_nu < 5
     assert np.corrcoef(half, dav.ratings.reindex(half.index))[0, 1] > 0.99
     assert dav.table.ci_low.lt(dav.table.rating).all()
     ridge = bt.leaderboard(votes, l2=50.0, intervals="none").ratings.reindex(half.index)
     assert np.ptp(ridge) < np.ptp(half)  # shrinks towards the mean
     decayed = bt.leaderboard(votes, half_life_days=20, intervals="sandwich")
-    assert decayed.info["grad_norm"] <= 1e-9 and len(decayed.table) == 20
+    assert decayed.summary.grad_norm <= 1e-9 and len(decayed.table) == 20
     few = bt.leaderboard(votes, min_votes=3000, intervals="none")
     assert len(few.table) < 20 and any(d.code == "min_votes" for d in few.diagnostics)
     assert few.table["rank"].min() == 1
@@ -296,7 +296,7 @@ def test_diag_undefeated_and_winless():
     diag = next(d for d in lb.diagnostics if d.code == "unbounded")
     assert "undefeated: a" in diag.message and "winless: d" in diag.message
     assert set(diag.models) == {"a", "d"}
-    assert np.isfinite(lb.table.rating).all() and lb.info["l2"] > 0
+    assert np.isfinite(lb.table.rating).all() and lb.summary.l2 > 0
     assert lb.table.iloc[0].model == "a" and lb.table.iloc[-1].model == "d"
 
 
@@ -333,4 +333,96 @@ def test_demo_data_recovers_truth():
     est = lb.ratings.reindex(truth.index)
     assert np.corrcoef(est, truth)[0, 1] > 0.99
     coding = bt.leaderboard(votes.filter(categories=["coding"], judges=["human"]), intervals="none")
-    assert 0 < coding.info["n_votes"] < 30_000
+    assert 0 < coding.summary.n_votes < 30_000
+
+
+# ---- typed results and the steps behind `leaderboard` -------------------------------------
+def test_typed_rows_summary_and_estimates():
+    votes = _random_votes(6, m=10, n=4000)
+    lb = bt.leaderboard(votes, intervals="bootstrap", bootstrap_rounds=60, seed=4, ties="davidson")
+    rows = lb.rows()
+    assert all(isinstance(r, bt.LeaderboardRow) for r in rows) and len(rows) == 10
+    assert bt.TABLE_COLUMNS == [
+        "rank",
+        "rank_ub",
+        "model",
+        "rating",
+        "ci_low",
+        "ci_high",
+        "votes",
+        "wins",
+        "ties",
+        "losses",
+    ]
+    assert lb.records() == [r._asdict() for r in rows]
+    assert [r.model for r in rows] == lb.table["model"].tolist()
+    s = lb.summary
+    assert (s.n_votes, s.n_models, s.n_components, s.ties) == (4000, 10, 1, "davidson")
+    assert s.davidson_nu == pytest.approx(math.exp(lb.fit.theta)) and s.iterations == lb.fit.iterations
+    est = lb.estimates
+    assert (est.method, est.ci, est.rounds, est.rounds_not_converged) == ("bootstrap", 0.95, 60, 0)
+    assert est.seconds > 0 and est.samples.shape == (60, 10) and est.sd is None
+    by_model = pd.Series(est.rating, index=est.models)
+    np.testing.assert_array_equal(lb.table.rating, by_model[lb.table.model].to_numpy())
+    np.testing.assert_array_equal(lb.samples.to_numpy(), est.samples[:, [est.models.index(m) for m in lb.samples]])
+    half = bt.leaderboard(votes, intervals="sandwich")
+    assert half.summary.davidson_nu is None and half.estimates.sd.shape == (10,) and half.estimates.samples is None
+
+
+def test_leaderboard_is_the_composition_of_its_steps():
+    votes = _random_votes(8, m=9, n=3000)
+    lb = bt.leaderboard(votes, intervals="sandwich", anchor="model-002", anchor_rating=1200.0, min_votes=500)
+    agg = bt.aggregate(votes)
+    comp = bt.components(agg)
+    counts = agg.model_counts()
+    plan = bt.plan_fit(agg, comp, counts, ties="half", l2=0.0)
+    assert plan.diagnostics == () and (plan.ties, plan.l2, plan.all_ties) == ("half", 0.0, False)
+    f = bt.fit(agg, comp=comp)
+    scale = bt.RatingScale(anchor=agg.models.index("model-002"), anchor_rating=1200.0)
+    est = bt.sandwich_estimates(agg, f, scale, 0.95, all_ties=False)
+    shown = bt.listing(agg.models, counts["votes"].to_numpy(), min_votes=500, provisional_votes=50)
+    table = bt.ranked_table(agg.models, counts, comp, est.rating, est.low, est.high, shown.listed, shown.provisional)
+    pd.testing.assert_frame_equal(lb.table, table, check_exact=True)
+    assert list(lb.diagnostics) == list(shown.diagnostics)
+    assert est.sd[agg.models.index("model-002")] == 0.0  # the anchor is pinned
+
+
+def test_plan_fit_states_every_change_to_the_request():
+    und = _votes([("a", "b", "a"), ("b", "c", "b"), ("a", "c", "a"), ("b", "c", "tie")])
+    agg = bt.aggregate(und)
+    comp = bt.components(agg)
+    auto = bt.plan_fit(agg, comp, agg.model_counts(), ties="half", l2=0.0)
+    assert auto.l2 == bt.AUTO_L2 and [d.code for d in auto.diagnostics] == ["unbounded"]
+    kept = bt.plan_fit(agg, comp, agg.model_counts(), ties="half", l2=0.5)
+    assert kept.l2 == 0.5 and "(0.5)" in kept.diagnostics[0].message
+    decisive = bt.aggregate(_votes([("a", "b", "a"), ("b", "a", "a"), ("a", "b", "b")]))
+    dav = bt.plan_fit(decisive, bt.components(decisive), decisive.model_counts(), ties="davidson", l2=0.0)
+    assert dav.ties == "half" and [d.code for d in dav.diagnostics] == ["davidson_fallback"]
+    ties = bt.aggregate(_votes([("a", "b", "tie"), ("b", "c", "tie")]))
+    flat = bt.plan_fit(ties, bt.components(ties), ties.model_counts(), ties="half", l2=0.0)
+    assert flat.all_ties and flat.tie_share == 1.0 and [d.code for d in flat.diagnostics] == ["all_ties"]
+    null = bt.null_fit(ties, bt.components(ties))
+    assert not null.s.any() and null.iterations == 0 and null.theta is None
+
+
+def test_listing_masks_and_diagnostics():
+    models = ["a", "b", "c"]
+    shown = bt.listing(models, np.array([100, 20, 5]), min_votes=10, provisional_votes=50)
+    assert shown.listed.tolist() == [True, True, False] and shown.provisional.tolist() == [False, True, True]
+    assert [d.code for d in shown.diagnostics] == ["provisional", "min_votes"]
+    assert shown.diagnostics[0].models == ("b",) and shown.diagnostics[1].models == ("c",)
+    one = bt.listing(models, np.array([100, 20, 5]), min_votes=50, provisional_votes=0)
+    assert [d.code for d in one.diagnostics] == ["min_votes", "single_model"]
+    none = bt.listing(models, np.array([1, 2, 3]), min_votes=9, provisional_votes=0)
+    assert none.diagnostics[-1].code == "none_listed" and none.diagnostics[-1].level == "error"
+
+
+def test_rating_scale_is_fastchat_scale_with_anchor_shift():
+    s = np.array([[0.5, -0.5, 1.0, -1.0]])
+    comp = np.array([0, 0, 1, 1])
+    plain = bt.RatingScale()
+    np.testing.assert_array_equal(plain.ratings(s, comp), bt.to_ratings(s))
+    assert plain.factor == pytest.approx(FACTOR)
+    pinned = bt.RatingScale(anchor=1, anchor_rating=1114.0).ratings(s, comp)
+    assert pinned[0, 1] == 1114.0 and pinned[0, 0] - pinned[0, 1] == pytest.approx(FACTOR)
+    np.testing.assert_array_equal(pinned[0, 2:], bt.to_ratings(s)[0, 2:])  # other component untouched

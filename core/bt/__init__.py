@@ -1,0 +1,80 @@
+"""Bradley-Terry leaderboards from pairwise votes (FastChat-compatible, fully converged).
+
+One module per idea, each a set of small pure functions (FastChat's rating_systems style):
+
+- `counts`: votes -> unique unordered pairs with weighted ``[wins_i, ties, wins_j]`` (`aggregate`).
+- `graph`: connected components of the comparison graph; whether the MLE exists (Ford).
+- `likelihood`: the half-tie / Davidson loss, gradient, Hessian and score outer products,
+  batched over bootstrap rounds.
+- `fitting`: batched Newton with line search to ``|grad| <= 1e-9`` (`fit`, `Fit`).
+- `scale`: Elo-like display scale and anchoring (`to_ratings`, `RatingScale`).
+- `intervals`: sandwich covariance, the batched bootstrap, and rating intervals (`Estimates`).
+- `diagnostics`: `Diagnostic` records and the decisions they state (`plan_fit`, `listing`).
+- `tables`: ranks with the arena's upper bound, the ranked table and its rows, the matrices.
+- `board`: `leaderboard`, the composition of the steps above, and its `Leaderboard` result.
+"""
+
+from core.bt.board import FitSummary, Leaderboard, leaderboard, summarize
+from core.bt.counts import Aggregated, aggregate, decay_weights
+from core.bt.diagnostics import (
+    AUTO_L2,
+    PROVISIONAL_VOTES,
+    Diagnostic,
+    FitPlan,
+    Listing,
+    listing,
+    plan_fit,
+)
+from core.bt.fitting import TOL, Fit, fit, gauge_projector, null_fit
+from core.bt.graph import components, mle_exists
+from core.bt.intervals import (
+    BootstrapResult,
+    Estimates,
+    bootstrap,
+    bootstrap_estimates,
+    point_estimates,
+    sandwich_cov,
+    sandwich_estimates,
+)
+from core.bt.scale import RatingScale, anchor_shift, to_ratings
+from core.bt.tables import RANKED_COLUMNS, TABLE_COLUMNS, LeaderboardRow, matrices, rank_with_ub, ranked_table
+
+__all__ = [
+    "AUTO_L2",
+    "PROVISIONAL_VOTES",
+    "RANKED_COLUMNS",
+    "TABLE_COLUMNS",
+    "TOL",
+    "Aggregated",
+    "BootstrapResult",
+    "Diagnostic",
+    "Estimates",
+    "Fit",
+    "FitPlan",
+    "FitSummary",
+    "Leaderboard",
+    "LeaderboardRow",
+    "Listing",
+    "RatingScale",
+    "aggregate",
+    "anchor_shift",
+    "bootstrap",
+    "bootstrap_estimates",
+    "components",
+    "decay_weights",
+    "fit",
+    "gauge_projector",
+    "leaderboard",
+    "listing",
+    "matrices",
+    "mle_exists",
+    "null_fit",
+    "plan_fit",
+    "point_estimates",
+    "rank_with_ub",
+    "ranked_table",
+    "sandwich_cov",
+    "sandwich_estimates",
+    "summarize",
+    "to_ratings",
+]

@@ -1,0 +1,213 @@
+"""`leaderboard`: votes in, ranked ratings with intervals, matrices and diagnostics out.
+
+A thin composition of the pure steps of this package, in FastChat's rating_systems order:
+aggregate (`counts`), decide what to fit (`diagnostics.plan_fit`), fit (`fitting`), intervals
+(`intervals`), list and rank (`diagnostics.listing`, `tables`). Degenerate data never raises:
+it is reported in ``diagnostics``; bad options and an unknown anchor do raise.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.bt.counts import Aggregated, aggregate
+from core.bt.diagnostics import (
+    PROVISIONAL_VOTES,
+    Diagnostic,
+    FitPlan,
+    bootstrap_unbounded,
+    disconnected,
+    listing,
+    name_list,
+    no_votes,
+    not_converged,
+    plan_fit,
+)
+from core.bt.fitting import TOL, Fit, fit, null_fit
+from core.bt.graph import components
+from core.bt.intervals import (
+    INTERVAL_METHODS,
+    Estimates,
+    bootstrap_estimates,
+    point_estimates,
+    sandwich_estimates,
+)
+from core.bt.scale import RatingScale
+from core.bt.tables import RANKED_COLUMNS, LeaderboardRow, matrices, ranked_table, table_rows
+from core.data import Votes
+from core.errors import DataError
+
+
+@dataclass(frozen=True)
+class FitSummary:
+    """Facts about the fit behind a leaderboard: Newton iterations and final gradient norm,
+    the ridge and tie model actually used, votes, models, components, the weighted tie share
+    and, under Davidson, ``nu = e^theta`` (None otherwise)."""
+
+    iterations: int
+    grad_norm: float
+    l2: float
+    ties: str
+    n_votes: int
+    n_models: int
+    n_components: int
+    tie_share: float
+    davidson_nu: float | None = None
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """Result of `leaderboard`.
+
+    ``table``: the listed models, ranked, with `TABLE_COLUMNS` plus ``component`` and
+    ``provisional``; ``rows()`` / ``records()`` give it as typed rows / the design's JSON.
+    ``intervals`` and ``ci`` are the interval method and level asked for; ``estimates``
+    holds the ratings and intervals of every fitted model (bootstrap rounds and time
+    included), ``samples`` the bootstrap ratings of the listed models (rounds x models, in
+    table order). ``summary`` and ``fit`` describe the fit; both are None, like ``estimates``
+    and the matrices, when nothing could be rated (see ``diagnostics``).
+    """
+
+    table: pd.DataFrame
+    diagnostics: tuple[Diagnostic, ...]
+    intervals: str
+    ci: float
+    samples: pd.DataFrame | None = None
+    battles: pd.DataFrame | None = None
+    win_rate: pd.DataFrame | None = None
+    predicted: pd.DataFrame | None = None
+    fit: Fit | None = None
+    summary: FitSummary | None = None
+    estimates: Estimates | None = None
+
+    @property
+    def ok(self) -> bool:
+        """False when a diagnostic is an error (nothing to show)."""
+        return not any(d.level == "error" for d in self.diagnostics)
+
+    @property
+    def ratings(self) -> pd.Series:
+        """Rating per listed model."""
+        return self.table.set_index("model")["rating"] if len(self.table) else pd.Series(dtype=float)
+
+    def rows(self) -> list[LeaderboardRow]:
+        """The listed models as typed rows, in table order."""
+        return table_rows(self.table)
+
+    def records(self) -> list[dict[str, Any]]:
+        """The design's JSON rows: rank, rank_ub, model, rating, ci_low, ci_high, votes, wins, ties, losses."""
+        return [row._asdict() for row in self.rows()]
+
+
+def _empty(diags: list[Diagnostic], intervals: str, ci: float) -> Leaderboard:
+    return Leaderboard(pd.DataFrame(columns=RANKED_COLUMNS), tuple(diags), intervals, ci)
+
+
+def _check_options(intervals: str, ci: float) -> None:
+    if intervals not in INTERVAL_METHODS:
+        raise ValueError(f"unknown interval method {intervals!r}; expected sandwich, bootstrap or none")
+    if not 0 < ci < 1:
+        raise DataError(f"confidence level {ci!r} must be between 0 and 1", expected="e.g. 0.95")
+
+
+def _anchor_index(models: list[str], anchor: str | None, source: str | None) -> int | None:
+    if not anchor:
+        return None
+    if anchor not in models:
+        raise DataError(
+            f"anchor model {anchor!r} is not in the votes", file=source, expected=f"one of {name_list(sorted(models))}"
+        )
+    return models.index(anchor)
+
+
+def _fit(agg: Aggregated, plan: FitPlan, comp: np.ndarray, tol: float) -> Fit:
+    return null_fit(agg, comp, plan.l2) if plan.all_ties else fit(agg, ties=plan.ties, l2=plan.l2, tol=tol, comp=comp)
+
+
+def summarize(agg: Aggregated, f: Fit, plan: FitPlan) -> FitSummary:
+    """The `FitSummary` of fit ``f`` of ``agg`` under ``plan``."""
+    return FitSummary(
+        iterations=f.iterations,
+        grad_norm=f.grad_norm,
+        l2=plan.l2,
+        ties=plan.ties,
+        n_votes=agg.n_votes,
+        n_models=agg.n_models,
+        n_components=int(f.components.max()) + 1,
+        tie_share=plan.tie_share,
+        davidson_nu=None if f.theta is None else math.exp(f.theta),
+    )
+
+
+def leaderboard(
+    votes: Votes,
+    *,
+    ties: str = "half",
+    l2: float = 0.0,
+    intervals: str = "sandwich",
+    bootstrap_rounds: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    min_votes: int = 0,
+    provisional_votes: int = PROVISIONAL_VOTES,
+    half_life_days: float | None = None,
+    scale: float = 400.0,
+    base: float = 10.0,
+    init: float = 1000.0,
+    tol: float = TOL,
+    progress: Callable[[int, int], None] | None = None,
+) -> Leaderboard:
+    """Ratings, intervals (``sandwich`` | ``bootstrap`` | ``none``), ranks, matrices and
+    diagnostics for ``votes``. Never raises for degenerate data: see ``diagnostics``."""
+    _check_options(intervals, ci)
+    agg = aggregate(votes, half_life_days=half_life_days)
+    if agg.n_votes == 0 or len(agg.pairs) == 0:
+        return _empty([no_votes()], intervals, ci)
+    rating_scale = RatingScale(scale, base, init, _anchor_index(agg.models, anchor, votes.source), anchor_rating)
+    counts = agg.model_counts()
+    comp = components(agg)
+    plan = plan_fit(agg, comp, counts, ties=ties, l2=l2)
+    f = _fit(agg, plan, comp, tol)
+    if intervals == "sandwich":
+        est = sandwich_estimates(agg, f, rating_scale, ci, all_ties=plan.all_ties)
+    elif intervals == "bootstrap":
+        est = bootstrap_estimates(
+            agg,
+            f,
+            rating_scale,
+            ci,
+            rounds=bootstrap_rounds,
+            seed=seed,
+            tol=tol,
+            progress=progress,
+            all_ties=plan.all_ties,
+        )
+    else:
+        est = point_estimates(f, rating_scale, ci)
+    shown = listing(agg.models, counts["votes"].to_numpy(), min_votes=min_votes, provisional_votes=provisional_votes)
+    diags = [
+        *disconnected(comp),
+        *plan.diagnostics,
+        *not_converged(f, tol),
+        *bootstrap_unbounded(est),
+        *shown.diagnostics,
+    ]
+    if not shown.listed.any():
+        return _empty(diags, intervals, ci)
+    table = ranked_table(agg.models, counts, comp, est.rating, est.low, est.high, shown.listed, shown.provisional)
+    position = {name: k for k, name in enumerate(agg.models)}
+    battles, win_rate, predicted = matrices(agg, f, [position[name] for name in table["model"]])
+    samples = None
+    if est.samples is not None:
+        samples = pd.DataFrame(est.samples, columns=agg.models)[table["model"].tolist()]
+    return Leaderboard(
+        table, tuple(diags), intervals, ci, samples, battles, win_rate, predicted, f, summarize(agg, f, plan), est
+    )

@@ -1,0 +1,216 @@
+"""Uncertainty of the ratings: sandwich (robust) covariance and the batched bootstrap.
+
+``sandwich``: robust covariance ``H^+ V H^+`` of the strengths (``V`` = sum of per-vote score
+outer products, from counts with squared weights), normal quantiles.
+``bootstrap``: multinomial resampling of the unique outcome cells with ``n`` = number of
+votes; all rounds are fitted together as one batched (rounds x models) computation
+warm-started from the point fit (chord steps with the point fit's Hessian, then exact batched
+Newton for any round that still needs it); percentile intervals.
+BLAS threads are pinned to one with threadpoolctl on these paths (small dense matrices).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import ndtri
+from threadpoolctl import threadpool_limits
+
+from core.bt.counts import Aggregated
+from core.bt.fitting import TOL, Fit, gauge_projector, newton
+from core.bt.likelihood import Likelihood, grad_half
+from core.bt.scale import RatingScale
+
+INTERVAL_METHODS = ("sandwich", "bootstrap", "none")
+
+
+# ---- sandwich ----------------------------------------------------------------------------
+def sandwich_cov(agg: Aggregated, f: Fit) -> np.ndarray:
+    """Robust covariance of the natural strengths (sum-zero gauge): ``H^+ V H^+``."""
+    lik = Likelihood(agg.pairs, agg.n_models, f.ties, f.l2)
+    with threadpool_limits(limits=1, user_api="blas"):
+        meat = lik.meat(f.x[None], agg.counts2[None])[0]
+        h = f.hessian
+        if f.l2 > 0:
+            hinv = np.linalg.inv(h)
+        else:
+            gauge = gauge_projector(f.components, lik.dim)
+            hinv = np.linalg.inv(h + gauge) - gauge
+        cov = hinv @ meat @ hinv
+    return cov[: agg.n_models, : agg.n_models]
+
+
+# ---- bootstrap ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BootstrapResult:
+    """Bootstrap strengths: ``samples`` (rounds, M) natural strengths, the number of rounds
+    whose fit did not reach the tolerance, and the wall time."""
+
+    samples: np.ndarray
+    rounds_not_converged: int
+    seconds: float = 0.0
+
+
+def _draw_counts(
+    rng: np.random.Generator, agg: Aggregated, cells: np.ndarray, pvals: np.ndarray, bsz: int
+) -> np.ndarray:
+    """``bsz`` resampled count tables (bsz, Q, 3): Multinomial(n_votes, pvals) over the
+    non-empty cells, rescaled to the total weight."""
+    n = agg.n_votes
+    rescale = agg.total / n if n else 1.0
+    draw = rng.multinomial(n, pvals, size=bsz).astype(np.float64)
+    flat = np.zeros((bsz, len(agg.pairs) * 3))
+    flat[:, cells] = draw * rescale
+    return flat.reshape(bsz, len(agg.pairs), 3)
+
+
+def _chord_steps(
+    lik: Likelihood, x: np.ndarray, c: np.ndarray, total: np.ndarray, h0inv: np.ndarray, tol: float, iters: int
+) -> np.ndarray:
+    """Up to ``iters`` chord steps ``x -= g H0^-1`` on every round still above ``tol``
+    (updates ``x`` in place); returns the rounds not yet confirmed within ``tol``."""
+    fast = lik.ties == "half"
+    if fast:
+        nn = c.sum(axis=2)
+        yy = c[..., 0] + 0.5 * c[..., 1]
+    act = np.arange(len(x))
+    for _ in range(iters):
+        if fast:
+            g = grad_half(lik, x[act], nn[act], yy[act])
+        else:
+            _, g = lik.value_grad(x[act], c[act])
+        gn = np.linalg.norm(g, axis=1) / total[act]
+        keep = gn > tol
+        if not keep.any():
+            return act[:0]
+        act, g = act[keep], g[keep]
+        x[act] -= g @ h0inv
+    return act
+
+
+def bootstrap(
+    agg: Aggregated,
+    f: Fit,
+    rounds: int = 1000,
+    *,
+    seed: int = 0,
+    tol: float = TOL,
+    progress: Callable[[int, int], None] | None = None,
+    chunk: int | None = None,
+    chord_iters: int = 12,
+) -> BootstrapResult:
+    """Multinomial bootstrap of the outcome cells, all rounds fitted as batched (B x M) blocks.
+
+    Each block: sample counts ~ Multinomial(n_votes, counts / total) (rescaled to the total
+    weight), start every round at the point fit, take chord steps ``-g H0^+`` with the point
+    fit's Hessian (cheap matrix products for the whole block), and finish the rounds that are
+    not yet within ``tol`` with exact batched Newton + line search. ``progress(done, rounds)``
+    is called after each block.
+    """
+    t0 = time.perf_counter()
+    m, q = agg.n_models, len(agg.pairs)
+    lik = Likelihood(agg.pairs, m, f.ties, f.l2)
+    flat = agg.counts.reshape(-1)
+    cells = np.flatnonzero(flat > 0)
+    pvals = flat[cells] / flat[cells].sum()
+    rng = np.random.default_rng(seed)
+    if chunk is None:
+        chunk = int(max(8, min(rounds, 4_000_000 // max(q * 3, 1))))
+    samples = np.empty((rounds, m))
+    bad = 0
+    gauge = gauge_projector(f.components, lik.dim)
+    with threadpool_limits(limits=1, user_api="blas"):
+        h0 = f.hessian + (gauge * (np.trace(f.hessian) / lik.dim) if f.l2 <= 0 else 0.0)
+        h0inv = np.linalg.inv(h0)
+        done = 0
+        while done < rounds:
+            bsz = min(chunk, rounds - done)
+            c = _draw_counts(rng, agg, cells, pvals, bsz)
+            total = c.sum(axis=(1, 2))
+            x = np.repeat(f.x[None], bsz, axis=0)
+            todo = _chord_steps(lik, x, c, total, h0inv, tol, chord_iters)
+            if len(todo):  # rounds not yet confirmed within tol (or diverging): exact Newton
+                xs, _, gns = newton(lik, x[todo], c[todo], total[todo], gauge, tol, max_iter=60)
+                x[todo] = xs
+                bad += int((~(gns <= tol)).sum())
+            samples[done : done + bsz] = x[:, :m]
+            done += bsz
+            if progress is not None:
+                progress(done, rounds)
+    return BootstrapResult(samples, bad, time.perf_counter() - t0)
+
+
+# ---- rating intervals --------------------------------------------------------------------
+@dataclass(frozen=True)
+class Estimates:
+    """Ratings with ``ci`` intervals for every fitted model (in ``models`` order).
+
+    ``low``/``high`` are NaN for ``method="none"``; ``sd`` (sandwich) the rating standard
+    deviations; ``samples`` (bootstrap) the (rounds, M) ratings of every round, with the
+    number of ``rounds``, how many did not converge, and the bootstrap's wall time.
+    """
+
+    models: list[str]
+    method: str
+    ci: float
+    rating: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+    sd: np.ndarray | None = None
+    samples: np.ndarray | None = None
+    rounds: int = 0
+    rounds_not_converged: int = 0
+    seconds: float = 0.0
+
+
+def point_estimates(f: Fit, scale: RatingScale, ci: float) -> Estimates:
+    """Ratings without intervals (``method="none"``)."""
+    nan = np.full(len(f.models), np.nan)
+    return Estimates(f.models, "none", ci, scale.ratings(f.s, f.components), nan, nan)
+
+
+def sandwich_estimates(agg: Aggregated, f: Fit, scale: RatingScale, ci: float, *, all_ties: bool) -> Estimates:
+    """``rating -+ z sd`` with ``z`` the normal quantile of ``0.5 + ci / 2`` and ``sd`` from
+    `sandwich_cov` (zero when every vote is a tie: all ratings are then exactly equal)."""
+    ratings = scale.ratings(f.s, f.components)
+    sd = np.zeros(len(f.models)) if all_ties else scale.sd(sandwich_cov(agg, f), f.components)
+    z = float(ndtri(0.5 + ci / 2))
+    return Estimates(f.models, "sandwich", ci, ratings, ratings - z * sd, ratings + z * sd, sd=sd)
+
+
+def bootstrap_estimates(
+    agg: Aggregated,
+    f: Fit,
+    scale: RatingScale,
+    ci: float,
+    *,
+    rounds: int,
+    seed: int,
+    tol: float = TOL,
+    progress: Callable[[int, int], None] | None = None,
+    all_ties: bool,
+) -> Estimates:
+    """Percentile intervals ``[(1 - ci) / 2, (1 + ci) / 2]`` of the ratings of `bootstrap`
+    rounds (each round anchored on its own); every round is the point fit when all votes tie."""
+    if all_ties:
+        res = BootstrapResult(np.zeros((rounds, len(f.models))), 0)
+    else:
+        res = bootstrap(agg, f, rounds, seed=seed, tol=tol, progress=progress)
+    boot = scale.ratings(res.samples, f.components)
+    q = (1 - ci) / 2
+    lo, hi = np.quantile(boot, q, axis=0), np.quantile(boot, 1 - q, axis=0)
+    return Estimates(
+        f.models,
+        "bootstrap",
+        ci,
+        scale.ratings(f.s, f.components),
+        lo,
+        hi,
+        samples=boot,
+        rounds=rounds,
+        rounds_not_converged=res.rounds_not_converged,
+        seconds=res.seconds,
+    )

@@ -1,0 +1,196 @@
+r"""The Bradley-Terry / Davidson negative log-likelihood, its gradient, Hessian and score
+outer products, batched over B rounds of counts (the bootstrap fits all rounds at once).
+
+With natural strengths ``s``, ``d = s_i - s_j`` and pair counts ``[wins_i, ties, wins_j]``
+(``n`` in all), ``ties="half"`` is FastChat's weighted binary log loss with a tie as half a
+win and half a loss::
+
+    L(s) = sum_pairs  n * softplus(-d) + (n - y) * d,   y = wins_i + ties / 2
+
+``ties="davidson"`` is Davidson's model ``P(i) : P(tie) : P(j) = e^{d/2} : nu : e^{-d/2}``
+with ``theta = log nu`` a free parameter (the last coordinate of ``x``)::
+
+    L(s, theta) = sum_pairs  n * log(e^{d/2} + e^{-d/2} + e^theta) - (wins_i - wins_j) d/2 - ties * theta
+
+plus ``l2 / 2 * |s|^2`` when ``l2 > 0``. Shapes: ``x`` (B, D) with D = M (+1 for theta),
+counts ``c`` (B, Q, 3) (or (1, Q, 3), broadcast over the rounds).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+
+
+class PairTerms(NamedTuple):
+    """Per-round loss and per-pair derivatives: ``gd`` = dL/dd, ``gth`` = dL/dtheta (Davidson),
+    ``hdd``, ``hdt``, ``htt`` the second derivatives (when asked for)."""
+
+    loss: np.ndarray  # (B,)
+    gd: np.ndarray  # (B, Q)
+    gth: np.ndarray | None
+    hdd: np.ndarray | None
+    hdt: np.ndarray | None
+    htt: np.ndarray | None
+
+
+@dataclass
+class Likelihood:
+    """The loss on ``pairs`` (Q, 2) of ``m`` models under tie model ``ties`` with ridge ``l2``,
+    with the sparse incidence matrices that map per-pair terms to models."""
+
+    pairs: np.ndarray
+    m: int
+    ties: str
+    l2: float
+    inc: sp.csr_matrix = field(init=False)  # (M, Q): +1 at i, -1 at j
+    absinc: sp.csr_matrix = field(init=False)  # (M, Q): +1 at i and at j
+    inc_t: sp.csc_matrix = field(init=False)  # (Q, M) for dense @ sparse gradients
+
+    def __post_init__(self) -> None:
+        q = len(self.pairs)
+        rows = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
+        cols = np.concatenate([np.arange(q), np.arange(q)])
+        self.inc = sp.csr_matrix((np.concatenate([np.ones(q), -np.ones(q)]), (rows, cols)), shape=(self.m, q))
+        self.absinc = sp.csr_matrix((np.ones(2 * q), (rows, cols)), shape=(self.m, q))
+        self.inc_t = self.inc.T.tocsc()
+
+    @property
+    def dim(self) -> int:
+        """Number of parameters: M strengths, plus theta under Davidson."""
+        return self.m + (1 if self.ties == "davidson" else 0)
+
+    def pair_terms(self, x: np.ndarray, c: np.ndarray, hess: bool) -> PairTerms:
+        """Per-pair loss, derivative wrt d (and theta) and, with ``hess``, curvature."""
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        d = x[:, i] - x[:, j]
+        if self.ties == "half":
+            return _half_terms(d, c, hess)
+        return _davidson_terms(d, x[:, self.m][:, None], c, hess)
+
+    def value_grad(self, x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Loss (B,) and gradient (B, D)."""
+        terms = self.pair_terms(x, c, hess=False)
+        return self._finish(x, terms.loss, terms.gd, terms.gth)
+
+    def _finish(
+        self, x: np.ndarray, loss: np.ndarray, gd: np.ndarray, gth: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per-pair derivatives to the gradient over models (and theta), plus the ridge."""
+        g = np.empty_like(x)
+        g[:, : self.m] = (self.inc @ gd.T).T
+        if gth is not None:
+            g[:, self.m] = gth.sum(axis=1)
+        if self.l2 > 0:
+            s = x[:, : self.m]
+            loss = loss + 0.5 * self.l2 * np.einsum("bm,bm->b", s, s)
+            g[:, : self.m] += self.l2 * s
+        return loss, g
+
+    def assemble(self, hdd: np.ndarray, theta: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+        """(B, D, D) matrix from per-pair curvature terms: the weighted graph Laplacian of
+        ``hdd`` on the model block and, with ``theta = (hdt, htt)``, the theta row/column."""
+        bsz, m, dim = hdd.shape[0], self.m, self.dim
+        h = np.zeros((bsz, dim, dim))
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        h[:, i, j] = -hdd
+        h[:, j, i] = -hdd
+        diag = (self.absinc @ hdd.T).T
+        idx = np.arange(m)
+        h[:, idx, idx] = diag
+        if theta is not None:
+            hdt, htt = theta
+            col = (self.inc @ hdt.T).T
+            h[:, :m, m] = col
+            h[:, m, :m] = col
+            h[:, m, m] = htt.sum(axis=1)
+        return h
+
+    def derivs(self, x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Loss (B,), gradient (B, D) and Hessian (B, D, D), ridge included."""
+        terms = self.pair_terms(x, c, hess=True)
+        loss, g = self._finish(x, terms.loss, terms.gd, terms.gth)
+        assert terms.hdd is not None  # hess=True always returns the curvature
+        theta = None if terms.hdt is None or terms.htt is None else (terms.hdt, terms.htt)
+        h = self.assemble(terms.hdd, theta)
+        if self.l2 > 0:
+            idx = np.arange(self.m)
+            h[:, idx, idx] += self.l2
+        return loss, g, h
+
+    def meat(self, x: np.ndarray, c2: np.ndarray) -> np.ndarray:
+        """``V`` = sum over votes of the outer product of the per-vote score, from counts with
+        squared weights ``c2`` (B, Q, 3): the meat of the sandwich covariance."""
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        d = x[:, i] - x[:, j]
+        if self.ties == "half":
+            p = expit(d)
+            r = c2[..., 0] * (p - 1.0) ** 2 + c2[..., 1] * (p - 0.5) ** 2 + c2[..., 2] * p**2
+            return self.assemble(r)
+        theta = x[:, self.m][:, None]
+        half = 0.5 * d
+        logz = np.logaddexp(np.logaddexp(half, -half), theta)
+        pa, pb, pt = np.exp(half - logz), np.exp(-half - logz), np.exp(theta - logz)
+        base_d = (pa - pb) * 0.5
+        hdd = np.zeros_like(d)
+        hdt = np.zeros_like(d)
+        htt = np.zeros_like(d)
+        # the three outcomes (i wins, tie, j wins): score wrt d is base_d - delta, wrt theta pt - is_tie
+        for k, (delta, is_tie) in enumerate(((0.5, 0.0), (0.0, 1.0), (-0.5, 0.0))):
+            vd = base_d - delta
+            vt = pt - is_tie
+            hdd += c2[..., k] * vd * vd
+            hdt += c2[..., k] * vd * vt
+            htt += c2[..., k] * vt * vt
+        return self.assemble(hdd, (hdt, htt))
+
+
+def _half_terms(d: np.ndarray, c: np.ndarray, hess: bool) -> PairTerms:
+    """Ties as half a win: ``n softplus(-d) + (n - y) d``, dL/dd = ``n sigma(d) - y``."""
+    wa, t, wb = c[..., 0], c[..., 1], c[..., 2]
+    n = wa + t + wb
+    y = wa + 0.5 * t
+    loss = n * np.logaddexp(0.0, -d) + (n - y) * d
+    p = expit(d)
+    gd = n * p - y
+    hdd = n * p * (1.0 - p) if hess else None
+    return PairTerms(loss.sum(axis=1), gd, None, hdd, None, None)
+
+
+def _davidson_terms(d: np.ndarray, theta: np.ndarray, c: np.ndarray, hess: bool) -> PairTerms:
+    """Davidson: ``n log Z - (wins_i - wins_j) d/2 - ties theta``, ``Z = e^{d/2} + e^{-d/2} + e^theta``."""
+    wa, t, wb = c[..., 0], c[..., 1], c[..., 2]
+    n = wa + t + wb
+    half = 0.5 * d
+    logz = np.logaddexp(np.logaddexp(half, -half), theta)
+    pa, pb, pt = np.exp(half - logz), np.exp(-half - logz), np.exp(theta - logz)
+    loss = -(wa - wb) * half - t * theta + n * logz
+    gd = -(wa - wb) * 0.5 + n * (pa - pb) * 0.5
+    gth = -t + n * pt
+    if not hess:
+        return PairTerms(loss.sum(axis=1), gd, gth, None, None, None)
+    hdd = n * ((pa + pb) * 0.25 - (pa - pb) ** 2 * 0.25)
+    hdt = -n * pt * (pa - pb) * 0.5
+    htt = n * pt * (1.0 - pt)
+    return PairTerms(loss.sum(axis=1), gd, gth, hdd, hdt, htt)
+
+
+def grad_half(lik: Likelihood, x: np.ndarray, n: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Gradient only, half-tie model, ridge included: ``sum_pairs (n sigma(d) - y)(e_i - e_j)
+    + l2 s`` from per-pair totals ``n`` and points ``y`` (B, Q). The hot loop of the
+    bootstrap: gathers, one in-place expit and one sparse product."""
+    m = lik.m
+    i, j = lik.pairs[:, 0], lik.pairs[:, 1]
+    d = x[:, i]
+    d -= x[:, j]
+    expit(d, out=d)
+    d *= n
+    d -= y
+    g = np.asarray(d @ lik.inc_t)
+    if lik.l2 > 0:
+        g += lik.l2 * x[:, :m]
+    return g
