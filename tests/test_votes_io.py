@@ -150,3 +150,30 @@ def test_votes_container_is_immutable_and_validated():
         votes.name = "other"  # frozen dataclass
     with pytest.raises(DataError, match="missing"):
         Votes.from_frame(pd.DataFrame({"model_a": ["a"], "model_b": ["b"]}))
+
+
+def test_both_jsonl_readers_give_the_same_votes():
+    from core.io import votes as votes_io
+
+    raw = _jsonl()
+    lines = raw.split(b"\n")
+    nonblank = [k for k, ln in enumerate(lines) if ln.strip()]
+    arrow = votes_io._arrow_jsonl(raw)
+    assert arrow is not None  # the common case takes Arrow's reader
+    python, line_of = votes_io._python_jsonl(lines, nonblank, "v.jsonl")
+    assert [line_of(r) for r in range(4)] == [1, 2, 3, 4]
+    pd.testing.assert_frame_equal(
+        Votes.from_table(arrow, "v").to_frame(), Votes.from_table(python, "v").to_frame(), check_exact=True
+    )
+
+
+def test_jsonl_with_mixed_types_takes_the_line_reader():
+    from core.io import votes as votes_io
+
+    raw = b'{"model_a": 7, "model_b": "b", "winner": "model_a"}\n{"model_a": "x", "model_b": 7, "winner": "tie"}\n'
+    assert votes_io._arrow_jsonl(raw) is None  # Arrow cannot type model_a as one column
+    votes = read_votes(raw, filename="m.jsonl")
+    assert sorted(votes.models) == ["7", "b", "x"] and votes.to_frame().winner.tolist() == ["model_a", "tie"]
+    nested = b'{"model_a": "a", "model_b": "b", "winner": "a", "category": ["x"]}\n'
+    assert votes_io._arrow_jsonl(nested) is None  # a list is not a category
+    assert len(read_votes(nested, filename="n.jsonl")) == 1  # read line by line

@@ -31,13 +31,7 @@ from core.bt.diagnostics import (
 )
 from core.bt.fitting import TOL, Fit, fit, null_fit
 from core.bt.graph import components
-from core.bt.intervals import (
-    INTERVAL_METHODS,
-    Estimates,
-    bootstrap_estimates,
-    point_estimates,
-    sandwich_estimates,
-)
+from core.bt.intervals import INTERVAL_METHODS, Estimates, estimate
 from core.bt.scale import RatingScale
 from core.bt.tables import RANKED_COLUMNS, LeaderboardRow, matrices, ranked_table, table_rows
 from core.data import Votes
@@ -176,22 +170,18 @@ def leaderboard(
     comp = components(agg)
     plan = plan_fit(agg, comp, counts, ties=ties, l2=l2)
     f = _fit(agg, plan, comp, tol)
-    if intervals == "sandwich":
-        est = sandwich_estimates(agg, f, rating_scale, ci, all_ties=plan.all_ties)
-    elif intervals == "bootstrap":
-        est = bootstrap_estimates(
-            agg,
-            f,
-            rating_scale,
-            ci,
-            rounds=bootstrap_rounds,
-            seed=seed,
-            tol=tol,
-            progress=progress,
-            all_ties=plan.all_ties,
-        )
-    else:
-        est = point_estimates(f, rating_scale, ci)
+    est = estimate(
+        agg,
+        f,
+        rating_scale,
+        method=intervals,
+        ci=ci,
+        rounds=bootstrap_rounds,
+        seed=seed,
+        tol=tol,
+        progress=progress,
+        all_ties=plan.all_ties,
+    )
     shown = listing(agg.models, counts["votes"].to_numpy(), min_votes=min_votes, provisional_votes=provisional_votes)
     diags = [
         *disconnected(comp),

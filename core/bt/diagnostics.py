@@ -3,22 +3,22 @@
 Each check is a small function returning `Diagnostic` records (empty when all is well). Codes
 are stable (pages, the CLI and tests key on them):
 
-=====================  =======  ==========================================================
-code                   level    meaning
-=====================  =======  ==========================================================
-``no_votes``           error    nothing to rate after filters and weights
-``components``         warning  the comparison graph is disconnected: groups rated apart
-``all_ties``           info     every vote is a tie: all ratings equal
-``unbounded``          warning  the MLE does not exist (undefeated / winless models): a ridge
-                                keeps the ratings finite (`AUTO_L2` unless ``l2`` was given)
-``davidson_fallback``  info     Davidson asked for without both ties and wins: half-tie fit
-``not_converged``      warning  the point fit stopped above the tolerance
-``bootstrap_unbounded`` warning some bootstrap rounds did not converge
-``provisional``        info     models with fewer than ``provisional_votes`` votes
-``min_votes``          info     models hidden by ``min_votes`` (still in the fit)
-``none_listed``        error    no model has ``min_votes`` votes
-``single_model``       info     only one model is listed
-=====================  =======  ==========================================================
+=======================  =======  ========================================================
+code                     level    meaning
+=======================  =======  ========================================================
+``no_votes``             error    nothing to rate after filters and weights
+``components``           warning  the comparison graph is disconnected: groups rated apart
+``all_ties``             info     every vote is a tie: all ratings equal
+``unbounded``            warning  no MLE (undefeated / winless models): a ridge
+                                  keeps the ratings finite (`AUTO_L2` unless ``l2`` was given)
+``davidson_fallback``    info     Davidson asked for without both ties and wins: half-tie fit
+``not_converged``        warning  the point fit stopped above the tolerance
+``bootstrap_unbounded``  warning  some bootstrap rounds did not converge
+``provisional``          info     models with fewer than ``provisional_votes`` votes
+``min_votes``            info     models hidden by ``min_votes`` (still in the fit)
+``none_listed``          error    no model has ``min_votes`` votes
+``single_model``         info     only one model is listed
+=======================  =======  ========================================================
 
 The two decisions are stated, never silent: `plan_fit` returns the tie model and ridge that
 are actually fitted together with the diagnostics that say why they differ from the request.

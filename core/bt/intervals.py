@@ -214,3 +214,29 @@ def bootstrap_estimates(
         rounds_not_converged=res.rounds_not_converged,
         seconds=res.seconds,
     )
+
+
+def estimate(
+    agg: Aggregated,
+    f: Fit,
+    scale: RatingScale,
+    *,
+    method: str,
+    ci: float,
+    rounds: int = 1000,
+    seed: int = 0,
+    tol: float = TOL,
+    progress: Callable[[int, int], None] | None = None,
+    all_ties: bool = False,
+) -> Estimates:
+    """Ratings with intervals by ``method`` (one of `INTERVAL_METHODS`); ``rounds``, ``seed``
+    and ``progress`` are the bootstrap's, ``all_ties`` marks the fit of all-tie votes."""
+    if method == "sandwich":
+        return sandwich_estimates(agg, f, scale, ci, all_ties=all_ties)
+    if method == "bootstrap":
+        return bootstrap_estimates(
+            agg, f, scale, ci, rounds=rounds, seed=seed, tol=tol, progress=progress, all_ties=all_ties
+        )
+    if method == "none":
+        return point_estimates(f, scale, ci)
+    raise ValueError(f"unknown interval method {method!r}; expected sandwich, bootstrap or none")

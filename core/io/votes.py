@@ -14,7 +14,9 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +50,7 @@ def _load(data: bytes | str | os.PathLike, filename: str | None) -> tuple[bytes,
 
 
 def _sniff(raw: bytes, filename: str | None) -> str:
+    """Format from the extension, else Parquet's magic, else a leading ``{``/``[`` (JSON), else CSV."""
     if filename:
         ext = Path(filename).suffix.lower()
         if ext in _EXT:
@@ -65,6 +68,7 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
     raw, name = _load(data, filename)
     fmt = (fmt or _sniff(raw, filename or (None if name == "<votes>" else name))).lower()
     label = Path(name).name if name != "<votes>" else name
+    lines: Callable[[int], int] | None  # 0-based row -> 1-based line of the file (None: no lines)
     if fmt in ("csv", "tsv"):
         table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",")
     elif fmt in ("jsonl", "json", "ndjson"):
@@ -92,7 +96,7 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
 
 
 # ---- CSV -----------------------------------------------------------------------------------
-def _read_csv(raw: bytes, name: str, delimiter: str):
+def _read_csv(raw: bytes, name: str, delimiter: str) -> tuple[pa.Table, Callable[[int], int]]:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
@@ -119,7 +123,7 @@ def _read_csv(raw: bytes, name: str, delimiter: str):
     # data row r (0-based) sits on line r + 2 unless blank lines were skipped
     if b"\n\n" in raw or b"\n\r\n" in raw:
         offsets = _nonblank_lines(raw)[1:]
-        return table, lambda r: offsets[r]
+        return table, lambda r: int(offsets[r])
     return table, lambda r: r + 2
 
 
@@ -149,29 +153,53 @@ def _csv_error(raw: bytes, name: str, delimiter: str, n_cols: int, exc: Exceptio
 
 
 # ---- JSON lines ----------------------------------------------------------------------------
-def _read_jsonl(raw: bytes, name: str):
-    stripped = raw.lstrip()
-    if stripped[:1] == b"[":
-        try:
-            rows = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise DataError(
-                f"invalid JSON ({exc.msg})", file=name, line=exc.lineno, expected="a JSON array of votes"
-            ) from None
-        if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
-            raise DataError("a JSON array must hold one object per vote", file=name, line=1, expected="[{...}, ...]")
-        return _rows_table(rows, name, None), None
+def _read_jsonl(raw: bytes, name: str) -> tuple[pa.Table, Callable[[int], int] | None]:
+    """A JSON array, or JSON lines read by one of two readers with one contract.
+
+    Arrow's reader (`_arrow_jsonl`, fast) takes files it can type as one table with the
+    required columns; every other file goes to Python's json, line by line (`_python_jsonl`):
+    it accepts a column whose values mix JSON types (stringified, then validated as in CSV)
+    and names the line of a malformed object or a missing key. For a file both can read they
+    give the same votes (tested), so which one ran is not part of the result.
+    """
+    if raw.lstrip()[:1] == b"[":
+        return _json_array(raw, name), None
     lines = raw.split(b"\n")
     nonblank = [k for k, ln in enumerate(lines) if ln.strip()]
+    table = _arrow_jsonl(raw)
+    if table is not None:
+        line_of = np.array(nonblank, dtype=np.int64) + 1
+        return table, lambda r: int(line_of[r])
+    return _python_jsonl(lines, nonblank, name)
+
+
+def _json_array(raw: bytes, name: str) -> pa.Table:
+    """``[{...}, ...]``: one object per vote (errors name the JSON line, or line 1)."""
+    try:
+        rows = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise DataError(
+            f"invalid JSON ({exc.msg})", file=name, line=exc.lineno, expected="a JSON array of votes"
+        ) from None
+    if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
+        raise DataError("a JSON array must hold one object per vote", file=name, line=1, expected="[{...}, ...]")
+    return _rows_table(rows, name, None)
+
+
+def _arrow_jsonl(raw: bytes) -> pa.Table | None:
+    """JSON lines as Arrow reads them, with the vote columns as strings; None when Arrow cannot
+    read the file as one table holding ``model_a, model_b, winner`` with scalar values."""
     try:
         table = pajson.read_json(io.BytesIO(raw), read_options=pajson.ReadOptions(block_size=1 << 24))
-        if any(c not in table.column_names for c in ("model_a", "model_b", "winner")):
-            raise pa.ArrowInvalid("missing columns")
-        line_of = np.array(nonblank, dtype=np.int64) + 1
-        table = _stringify(table)
-        return table, lambda r: line_of[r]
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
-        pass
+        return None
+    if any(c not in table.column_names for c in ("model_a", "model_b", "winner")):
+        return None
+    return _stringify(table)
+
+
+def _python_jsonl(lines: list[bytes], nonblank: list[int], name: str) -> tuple[pa.Table, Callable[[int], int]]:
+    """JSON lines parsed one by one with the json module (errors name the line)."""
     rows, line_no = [], []
     for k in nonblank:
         try:
@@ -185,10 +213,13 @@ def _read_jsonl(raw: bytes, name: str):
         rows.append(obj)
         line_no.append(k + 1)
     line_of = np.array(line_no, dtype=np.int64)
-    return _rows_table(rows, name, line_of), (lambda r: line_of[r])
+    return _rows_table(rows, name, line_of), (lambda r: int(line_of[r]))
 
 
-def _rows_table(rows: list[dict], name: str, line_of: np.ndarray | None) -> pa.Table:
+def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | None) -> pa.Table:
+    """Parsed objects to a table: vote columns as strings; an optional column whose values
+    Arrow cannot type as one (say numbers and words in ``weight``) is kept as strings, so that
+    `Votes.from_table` names the offending row exactly as it does for CSV."""
     for col in ("model_a", "model_b", "winner"):
         for r, obj in enumerate(rows):
             if col not in obj:
@@ -213,8 +244,9 @@ def _rows_table(rows: list[dict], name: str, line_of: np.ndarray | None) -> pa.T
     return pa.table(cols)
 
 
-def _stringify(table: pa.Table) -> pa.Table:
-    """Model/winner/judge/category columns as strings (JSON may give numbers)."""
+def _stringify(table: pa.Table) -> pa.Table | None:
+    """Model/winner/judge/category columns as strings (JSON may give numbers); None when one
+    of them holds non-scalar values (lists, objects) that Arrow cannot cast to a string."""
     keep = [c for c in table.column_names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)]
     table = table.select(keep)
     for c in _STRING_COLS:
@@ -222,7 +254,7 @@ def _stringify(table: pa.Table) -> pa.Table:
             try:
                 table = table.set_column(table.column_names.index(c), c, table[c].cast(pa.string()))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                raise pa.ArrowInvalid("non-scalar value") from None
+                return None
     return table
 
 
