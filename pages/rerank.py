@@ -15,8 +15,10 @@ from core.rerank import (
     CACHE_DIR,
     DEFAULTS,
     PAPER_STAGES,
+    PROVIDERS,
     STRATEGIES,
     Prices,
+    ProgressState,
     ReplyCache,
     RetryPolicy,
     estimate,
@@ -115,13 +117,10 @@ qrels = ws.get("qrels", qrels_name) if qrels_name in qrels_names else None
 st.subheader("Provider")
 provider_kind = st.radio(
     "Provider",
-    ["lexical", "openai"],
+    list(PROVIDERS),
     horizontal=True,
     key="rr_provider",
-    format_func=lambda k: {
-        "lexical": "Lexical (BM25, offline, free)",
-        "openai": "OpenAI API (OpenAI, Azure, compatible server)",
-    }[k],
+    format_func=lambda k: PROVIDERS[k].label,
 )
 settings: dict[str, Any] = {}
 prices = Prices()
@@ -248,12 +247,12 @@ try:
         est_rows.append(
             {
                 "strategy": s,
-                "queries": e_["queries"],
-                "calls": e_["calls"],
-                "max calls / query": e_["max_calls_per_query"],
-                "est. prompt tokens": e_["prompt_tokens"],
-                "est. completion tokens": e_["completion_tokens"],
-                "est. cost (USD)": round(e_["cost"], 4),
+                "queries": e_.queries,
+                "calls": e_.calls,
+                "max calls / query": e_.max_calls_per_query,
+                "est. prompt tokens": e_.prompt_tokens,
+                "est. completion tokens": e_.completion_tokens,
+                "est. cost (USD)": round(e_.cost, 4),
             }
         )
 except RankLensError as exc:
@@ -285,16 +284,16 @@ if run_clicked:
     last = [0.0]
     for i, s in enumerate(strategies):
 
-        def progress(state: dict[str, int], i: int = i, s: str = s) -> None:
+        def progress(state: ProgressState, i: int = i, s: str = s) -> None:
             now = time.monotonic()
-            if now - last[0] < 0.1 and state["done_queries"] < state["total_queries"]:
+            if now - last[0] < 0.1 and state.done_queries < state.total_queries:
                 return
             last[0] = now
-            frac = (i + min(1.0, state["done_calls"] / max(state["total_calls"], 1))) / len(strategies)
+            frac = (i + min(1.0, state.done_calls / max(state.total_calls, 1))) / len(strategies)
             bar.progress(
                 min(frac, 1.0),
-                text=f"{s}: {state['done_queries']}/{state['total_queries']} queries, "
-                f"{state['done_calls']:,}/{state['total_calls']:,} calls",
+                text=f"{s}: {state.done_queries}/{state.total_queries} queries, "
+                f"{state.done_calls:,}/{state.total_calls:,} calls",
             )
 
         provider = None
@@ -320,7 +319,7 @@ if run_clicked:
             failures.append(f"{s}: {exc}")
         except Exception as exc:  # noqa: BLE001 - never a traceback on the page
             text = f"{s}: {type(exc).__name__}: {exc}"
-            failures.append(provider.redact(text) if hasattr(provider, "redact") else text)
+            failures.append(provider.redact(text) if provider is not None else text)
     bar.progress(1.0, text="Done.")
     st.session_state[RESULT_KEY] = {
         "results": results,
@@ -452,29 +451,29 @@ u = res.usage
 usage = pd.DataFrame(
     [
         {
-            "strategy": u["strategy"],
-            "queries": u["queries"],
-            "failed": u["failed_queries"],
-            "estimated calls": u["estimated_calls"],
-            "actual calls": u["calls"],
-            "re-asks": u["reasks"],
-            "invalid rate": round(u["invalid_rate"], 4),
-            "fallbacks": u["fallbacks"],
-            "cache hits": u["cache_hits"],
-            "retries": u["transport_retries"],
-            "prompt tokens": u["prompt_tokens"],
-            "completion tokens": u["completion_tokens"],
-            "cost (USD)": round(u["cost"], 6),
-            "call p50 ms": round(u["call_p50_ms"], 2),
-            "call p95 ms": round(u["call_p95_ms"], 2),
-            "truncated": u["truncated"],
-            "wall s": round(u["wall_s"], 2),
+            "strategy": u.strategy,
+            "queries": u.queries,
+            "failed": u.failed_queries,
+            "estimated calls": u.estimated_calls,
+            "actual calls": u.calls,
+            "re-asks": u.reasks,
+            "invalid rate": round(u.invalid_rate, 4),
+            "fallbacks": u.fallbacks,
+            "cache hits": u.cache_hits,
+            "retries": u.transport_retries,
+            "prompt tokens": u.prompt_tokens,
+            "completion tokens": u.completion_tokens,
+            "cost (USD)": round(u.cost, 6),
+            "call p50 ms": round(u.call_p50_ms, 2),
+            "call p95 ms": round(u.call_p95_ms, 2),
+            "truncated": u.truncated,
+            "wall s": round(u.wall_s, 2),
         }
     ]
 )
 st.dataframe(usage, hide_index=True, width="stretch", placeholder="—")
 ui.download_csv(usage, "rerank_usage.csv", key="rr_dl_usage")
-with st.expander(f"Per-call log ({u['calls']:,} calls)", icon=":material/list:"):
+with st.expander(f"Per-call log ({u.calls:,} calls)", icon=":material/list:"):
     log = res.log_frame()
     st.dataframe(log.head(5000), hide_index=True, width="stretch", placeholder="—")
     ui.download_csv(log, "rerank_calls.csv", key="rr_dl_log")

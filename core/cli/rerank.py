@@ -11,17 +11,23 @@ import argparse
 import json
 import os
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
 from core.cli import emit_table
 from core.errors import DataError
 
-STRATEGY_CHOICES = ("rankgpt", "prp", "tourrank", "pointwise", "prp-allpairs")
+if TYPE_CHECKING:  # annotations only: the rerank package is imported when the command runs
+    from core.data import Qrels
+    from core.rerank import AsyncProvider, CandidateSet, ProgressState
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    # the choices come from the rerank package's tables (imported only for this subcommand)
+    from core.rerank import PROVIDERS, STRATEGIES
+
     src = parser.add_argument_group("candidates")
     src.add_argument("--input", help="JSONL {qid, query, candidates: [{docid, text}]}")
     src.add_argument("--run", help="first-stage run (TREC/CSV/...) to take candidates from")
@@ -30,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--depth", type=int, default=100, help="candidates per query from --run (default 100)")
     src.add_argument("--demo", action="store_true", help="use the built-in demo corpus (and its qrels)")
     st = parser.add_argument_group("strategy")
-    st.add_argument("--strategy", choices=STRATEGY_CHOICES, default="rankgpt")
+    st.add_argument("--strategy", choices=STRATEGIES, default="rankgpt")
     st.add_argument("--compare", help="comma-separated strategies to compare (needs --qrels or --demo)")
     st.add_argument("--qrels", help="qrels for --compare")
     st.add_argument("--window", type=int)
@@ -47,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pv = parser.add_argument_group("provider")
     pv.add_argument(
         "--provider",
-        choices=("auto", "openai", "lexical"),
+        choices=("auto", *PROVIDERS),
         default="auto",
         help="auto = openai when an API key is set in the environment, else lexical",
     )
@@ -74,7 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("--format", choices=("table", "csv", "json"), default="table")
 
 
-def _candidates(args: argparse.Namespace):
+def _candidates(args: argparse.Namespace) -> tuple[CandidateSet, Qrels | None]:
+    """The candidates (and the demo's qrels with ``--demo``)."""
     from core.io.corpus import read_candidates, read_candidates_from_run
 
     if args.demo:
@@ -114,14 +121,15 @@ def _provider_kind(args: argparse.Namespace) -> str:
     return "lexical"
 
 
-def _factory(args: argparse.Namespace, kind: str):
+def _factory(args: argparse.Namespace, kind: str) -> Callable[[], AsyncProvider]:
+    """A fresh provider ``kind`` (a registry name) per strategy, from the command-line settings."""
     from core.rerank import RetryPolicy, make_provider
 
-    def make():
+    def make() -> AsyncProvider:
         if kind == "lexical":
             return make_provider("lexical", scale=int(args.scale))
         return make_provider(
-            "openai",
+            kind,
             model=args.model,
             base_url=args.base_url,
             azure_endpoint=args.azure_endpoint,
@@ -140,37 +148,46 @@ def _factory(args: argparse.Namespace, kind: str):
     return make
 
 
+#: Columns of the ``--dry-run`` table (fields of `core.rerank.Estimate`).
+ESTIMATE_COLUMNS = ("strategy", "queries", "calls", "max_calls_per_query", "prompt_tokens", "completion_tokens", "cost")
+#: Columns of the usage table after a run (fields of `core.rerank.Usage`).
+USAGE_COLUMNS = (
+    "strategy",
+    "queries",
+    "failed_queries",
+    "estimated_calls",
+    "calls",
+    "reasks",
+    "invalid_rate",
+    "fallbacks",
+    "cache_hits",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost",
+    "call_p50_ms",
+    "call_p95_ms",
+    "truncated",
+    "wall_s",
+)
+
+
 def run(args: argparse.Namespace) -> int:
-    from core.rerank import Prices, ReplyCache, estimate, rerank_candidates
+    from core.rerank import STRATEGIES, Prices, ReplyCache, estimate, rerank_candidates
 
     cands, demo_qrels = _candidates(args)
     strategies = [s.strip() for s in args.compare.split(",") if s.strip()] if args.compare else [args.strategy]
-    bad = [s for s in strategies if s not in STRATEGY_CHOICES]
+    bad = [s for s in strategies if s not in STRATEGIES]
     if bad:
-        raise DataError(f"unknown strategy {bad[0]!r} in --compare", expected=", ".join(STRATEGY_CHOICES))
+        raise DataError(f"unknown strategy {bad[0]!r} in --compare", expected=", ".join(STRATEGIES))
     prices = Prices(args.input_price, args.output_price)
     kind = _provider_kind(args)
     print(f"provider: {kind}; {cands.n_queries} queries, {len(cands)} candidates", file=sys.stderr)
     if args.dry_run:
+        sizes = [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries]
         rows = []
         for s in strategies:
-            est = estimate(
-                s, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], _params(args, s), prices
-            )
-            rows.append(
-                {
-                    k: est[k]
-                    for k in (
-                        "strategy",
-                        "queries",
-                        "calls",
-                        "max_calls_per_query",
-                        "prompt_tokens",
-                        "completion_tokens",
-                        "cost",
-                    )
-                }
-            )
+            est = estimate(s, sizes, _params(args, s), prices).to_dict()
+            rows.append({k: est[k] for k in ESTIMATE_COLUMNS})
         frame = pd.DataFrame(rows)
         emit_table(frame, args.format)
         return 0
@@ -186,10 +203,10 @@ def run(args: argparse.Namespace) -> int:
         prices=prices,
     )
 
-    def progress(state: dict[str, int]) -> None:
+    def progress(state: ProgressState) -> None:
         if sys.stderr.isatty():
             print(
-                f"\r{state['done_queries']}/{state['total_queries']} queries, {state['done_calls']} calls",
+                f"\r{state.done_queries}/{state.total_queries} queries, {state.done_calls} calls",
                 end="",
                 file=sys.stderr,
             )
@@ -232,26 +249,8 @@ def run(args: argparse.Namespace) -> int:
         frame = comparison_table(cands, qrels, results)
         emit_table(frame, args.format, json_payload=frame.to_dict(orient="records"))
     else:
-        u = results[0].usage
-        keys = [
-            "strategy",
-            "queries",
-            "failed_queries",
-            "estimated_calls",
-            "calls",
-            "reasks",
-            "invalid_rate",
-            "fallbacks",
-            "cache_hits",
-            "prompt_tokens",
-            "completion_tokens",
-            "cost",
-            "call_p50_ms",
-            "call_p95_ms",
-            "truncated",
-            "wall_s",
-        ]
-        frame = pd.DataFrame([{k: u[k] for k in keys}])
-        emit_table(frame, args.format, json_payload={k: u[k] for k in keys})
+        usage = results[0].usage.to_dict()
+        row = {k: usage[k] for k in USAGE_COLUMNS}
+        emit_table(pd.DataFrame([row]), args.format, json_payload=row)
     all_failed = all(r.run is None for r in results)
     return 2 if all_failed else 0

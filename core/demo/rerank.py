@@ -33,7 +33,7 @@ def build(seed: int = SEED) -> tuple[CandidateSet, Qrels, Run]:
     """(candidates, qrels, first-stage run), deterministic for a seed."""
     topics = _topics()
     rng = random.Random(seed)
-    docs = {}
+    docs: dict[str, str] = {}
     own: dict[str, list[tuple[str, int]]] = {}
     for t in topics:
         own[t["qid"]] = []
@@ -41,7 +41,9 @@ def build(seed: int = SEED) -> tuple[CandidateSet, Qrels, Run]:
             docid = f"{t['qid']}-p{i}"
             docs[docid] = text
             own[t["qid"]].append((docid, grade))
-    queries, qrel_rows, run_rows = [], [], []
+    queries: list[QueryCandidates] = []
+    qrel_rows: list[tuple[str, str, int]] = []
+    run_rows: list[tuple[str, str, float]] = []
     for t in topics:
         qid = t["qid"]
         others = [d for d in docs if not d.startswith(qid + "-")]

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
+from core.rerank.driver import QueryResult
 from core.rerank.strategies import estimate_calls, resolve_params, shown_counts
 
 CHARS_PER_TOKEN = 4.0
@@ -45,18 +46,76 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(ordered[max(0, min(idx, len(ordered) - 1))])
 
 
+@dataclass(frozen=True)
+class Estimate:
+    """Before a run, one strategy over a candidate set: exact provider operations (total, per
+    query, the largest per query; re-asks excluded) and estimated tokens and cost (USD)."""
+
+    strategy: str
+    queries: int
+    calls: int
+    calls_per_query: tuple[int, ...]
+    max_calls_per_query: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a flat dict (JSON output)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Usage:
+    """After a run, one strategy: queries (failed ones included), operations and model calls
+    (re-asks, invalid replies, fallbacks, cache hits, transport retries), billed tokens (cache
+    hits excluded) and cost, per-call and per-query latency percentiles (nearest rank; cache hits
+    excluded from the call latencies), truncated passages and wall time. ``*_per_query`` are per
+    successful query."""
+
+    strategy: str
+    queries: int
+    failed_queries: int
+    estimated_calls: int | None
+    operations: int
+    calls: int
+    reasks: int
+    invalid: int
+    invalid_rate: float
+    fallbacks: int
+    cache_hits: int
+    transport_retries: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost: float
+    cost_per_query: float
+    calls_per_query: float
+    call_p50_ms: float
+    call_p95_ms: float
+    query_p50_ms: float
+    query_p95_ms: float
+    truncated: int
+    wall_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fields as a flat dict (JSON output)."""
+        return asdict(self)
+
+
 def estimate(
     strategy: str,
     queries: Iterable[tuple[int, float]],
     params: dict[str, Any] | None = None,
     prices: Prices | None = None,
-) -> dict[str, Any]:
+) -> Estimate:
     """Before a run: ``queries`` = (candidate count, mean passage characters) per query.
 
-    Returns exact calls (per query list and total) and estimated tokens and cost."""
+    Prompt tokens per call = template + shown passages x (mean chars / 4 + 3); completion
+    tokens per call by operation (`COMPLETION_TOKENS`)."""
     params = dict(params or {})
     resolve_params(strategy, params)
-    calls, prompt, completion = [], 0.0, 0.0
+    calls: list[int] = []
+    prompt, completion = 0.0, 0.0
     for n, mean_chars in queries:
         calls.append(estimate_calls(strategy, n, **params))
         for op, k, count in shown_counts(strategy, n, **params):
@@ -66,28 +125,28 @@ def estimate(
                 m = max(1, k // 2)
             completion += count * COMPLETION_TOKENS[op](k, m)
     prices = prices or Prices()
-    total = sum(calls)
-    return {
-        "strategy": strategy,
-        "queries": len(calls),
-        "calls": total,
-        "calls_per_query": calls,
-        "max_calls_per_query": max(calls, default=0),
-        "prompt_tokens": round(prompt),
-        "completion_tokens": round(completion),
-        "cost": prices.cost(prompt, completion),
-    }
+    return Estimate(
+        strategy,
+        len(calls),
+        sum(calls),
+        tuple(calls),
+        max(calls, default=0),
+        round(prompt),
+        round(completion),
+        prices.cost(prompt, completion),
+    )
 
 
 def summarize(
     strategy: str,
-    results: Sequence[Any],
+    results: Sequence[QueryResult],
     errors: dict[str, str],
     prices: Prices | None,
     estimated_calls: int | None,
     wall_s: float,
-) -> dict[str, Any]:
-    """After a run: one row of usage for a strategy (results are `QueryResult`s)."""
+) -> Usage:
+    """After a run: the usage of one strategy from its successful queries' results and the
+    failed queries' errors."""
     prices = prices or Prices()
     records = [r for res in results for r in res.records]
     billed = [r for r in records if not r.cache_hit]
@@ -99,28 +158,28 @@ def summarize(
     n_ok = len(results)
     n_q = n_ok + len(errors)
     cost = prices.cost(prompt, completion)
-    return {
-        "strategy": strategy,
-        "queries": n_q,
-        "failed_queries": len(errors),
-        "estimated_calls": estimated_calls,
-        "operations": sum(res.ops for res in results),
-        "calls": len(records),
-        "reasks": sum(1 for r in records if r.attempt > 0),
-        "invalid": invalid,
-        "invalid_rate": invalid / len(records) if records else 0.0,
-        "fallbacks": sum(res.fallbacks for res in results),
-        "cache_hits": sum(1 for r in records if r.cache_hit),
-        "transport_retries": sum(r.retries for r in records),
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "cost": cost,
-        "cost_per_query": cost / n_ok if n_ok else 0.0,
-        "calls_per_query": len(records) / n_ok if n_ok else 0.0,
-        "call_p50_ms": percentile(latencies, 50),
-        "call_p95_ms": percentile(latencies, 95),
-        "query_p50_ms": percentile(qlat, 50),
-        "query_p95_ms": percentile(qlat, 95),
-        "truncated": sum(res.truncated for res in results),
-        "wall_s": wall_s,
-    }
+    return Usage(
+        strategy=strategy,
+        queries=n_q,
+        failed_queries=len(errors),
+        estimated_calls=estimated_calls,
+        operations=sum(res.ops for res in results),
+        calls=len(records),
+        reasks=sum(1 for r in records if r.attempt > 0),
+        invalid=invalid,
+        invalid_rate=invalid / len(records) if records else 0.0,
+        fallbacks=sum(res.fallbacks for res in results),
+        cache_hits=sum(1 for r in records if r.cache_hit),
+        transport_retries=sum(r.retries for r in records),
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cost=cost,
+        cost_per_query=cost / n_ok if n_ok else 0.0,
+        calls_per_query=len(records) / n_ok if n_ok else 0.0,
+        call_p50_ms=percentile(latencies, 50),
+        call_p95_ms=percentile(latencies, 95),
+        query_p50_ms=percentile(qlat, 50),
+        query_p95_ms=percentile(qlat, 95),
+        truncated=sum(res.truncated for res in results),
+        wall_s=wall_s,
+    )

@@ -16,60 +16,64 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from core.data import Run
 from core.errors import RankLensError
-from core.rerank.accounting import Prices, estimate, summarize
+from core.rerank.accounting import Estimate, Prices, Usage, estimate, summarize
 from core.rerank.candidates import CandidateSet, QueryCandidates
-from core.rerank.driver import CallRecord, QueryResult, arerank_query, rerank_query
+from core.rerank.driver import QueryResult, arerank_query, rerank_query
+from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import resolve_params
+from core.rerank.trace import RECORD_COLUMNS, CallRecord
 
-Progress = Callable[[dict[str, int]], None]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ProgressState:
+    """Where a batch stands: queries finished (ok or failed) and operations finished, out of
+    the total queries and the estimated operations."""
+
+    done_queries: int
+    total_queries: int
+    done_calls: int
+    total_calls: int
+
+
+Progress = Callable[[ProgressState], None]
 
 
 @dataclass
 class BatchResult:
+    """One strategy over a candidate set: the reranked run (None when every query failed),
+    usage and the estimate made before, per-query results and errors (input order), notes."""
+
     strategy: str
     provider: str
     params: dict[str, Any]
     run: Run | None
-    usage: dict[str, Any]
-    estimate: dict[str, Any]
+    usage: Usage
+    estimate: Estimate
     results: dict[str, QueryResult]
     errors: dict[str, str]
     notes: list[str] = field(default_factory=list)
 
     @property
     def log(self) -> list[CallRecord]:
+        """Every model call, query by query."""
         return [r for res in self.results.values() for r in res.records]
 
     def log_frame(self) -> pd.DataFrame:
-        cols = [
-            "qid",
-            "strategy",
-            "op",
-            "op_index",
-            "attempt",
-            "shown",
-            "raw",
-            "parsed",
-            "valid",
-            "reason",
-            "fallback",
-            "latency_ms",
-            "prompt_tokens",
-            "completion_tokens",
-            "cache_hit",
-            "retries",
-        ]
-        return pd.DataFrame([r.to_dict() for r in self.log], columns=cols)
+        """The call log as a table (columns `core.rerank.trace.RECORD_COLUMNS`)."""
+        return pd.DataFrame([r.to_dict() for r in self.log], columns=list(RECORD_COLUMNS))
 
     def per_query(self) -> pd.DataFrame:
+        """One row per query: status, operations, calls, fallbacks, truncated, latency, error."""
         rows = [
             {
                 "qid": q,
@@ -101,14 +105,9 @@ class BatchResult:
         )
 
 
-def _redact(provider: Any, text: str) -> str:
-    fn = getattr(provider, "redact", None)
-    return fn(text) if callable(fn) else text
-
-
-def _error_text(provider: Any, exc: BaseException) -> str:
+def _error_text(provider: Provider, exc: BaseException) -> str:
     text = str(exc) if isinstance(exc, RankLensError) else f"{type(exc).__name__}: {exc}"
-    return _redact(provider, text or type(exc).__name__)
+    return provider.redact(text or type(exc).__name__)
 
 
 def _build_run(cands: CandidateSet, results: dict[str, QueryResult], name: str) -> Run | None:
@@ -130,7 +129,8 @@ def _build_run(cands: CandidateSet, results: dict[str, QueryResult], name: str) 
     return Run.from_frame(pd.DataFrame(rows), name)
 
 
-def _run_coro(coro: Any) -> Any:
+def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
+    """Run ``coro`` to completion, also when called from inside a running event loop."""
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -142,7 +142,7 @@ def _run_coro(coro: Any) -> Any:
 def rerank_candidates(
     cands: CandidateSet,
     strategy: str,
-    provider: Any,
+    provider: AsyncProvider,
     *,
     params: dict[str, Any] | None = None,
     concurrency: int = 8,
@@ -153,21 +153,24 @@ def rerank_candidates(
     progress: Progress | None = None,
     name: str | None = None,
 ) -> BatchResult:
-    """Rerank every query of ``cands`` with ``strategy`` on ``provider``."""
+    """Rerank every query of ``cands`` with ``strategy`` on ``provider`` (its synchronous
+    operations when ``concurrency <= 1``, else its async ones; ``aclose`` at the end)."""
     params = {k: v for k, v in (params or {}).items() if v is not None}
     resolve_params(strategy, params)  # bad parameters fail the whole batch up front
     est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params, prices)
-    state = {"done_queries": 0, "total_queries": cands.n_queries, "done_calls": 0, "total_calls": est["calls"]}
+    done = {"queries": 0, "calls": 0}
+
+    def report() -> None:
+        if progress is not None:
+            progress(ProgressState(done["queries"], cands.n_queries, done["calls"], est.calls))
 
     def tick_op() -> None:
-        state["done_calls"] += 1
-        if progress is not None:
-            progress(dict(state))
+        done["calls"] += 1
+        report()
 
     def tick_query() -> None:
-        state["done_queries"] += 1
-        if progress is not None:
-            progress(dict(state))
+        done["queries"] += 1
+        report()
 
     def opts(q: QueryCandidates) -> dict[str, Any]:
         return dict(
@@ -187,7 +190,7 @@ def rerank_candidates(
         for q in cands.queries:
             try:
                 results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
-            except Exception as exc:  # noqa: BLE001 - one query's failure must not lose the others
+            except Exception as exc:  # noqa: BLE001 - the per-query boundary: one query's failure (any provider's error) is reported in `errors` and must not lose the others
                 errors[q.qid] = _error_text(provider, exc)
             tick_query()
     else:
@@ -198,23 +201,21 @@ def rerank_candidates(
             async def one(q: QueryCandidates) -> None:
                 try:
                     results[q.qid] = await arerank_query(strategy, q.query, list(q.texts), provider, sem=sem, **opts(q))
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:  # noqa: BLE001 - the per-query boundary, as in the sequential loop above
                     errors[q.qid] = _error_text(provider, exc)
                 tick_query()
 
             try:
                 await asyncio.gather(*(one(q) for q in cands.queries))
             finally:
-                if hasattr(provider, "aclose"):
-                    await provider.aclose()
+                await provider.aclose()
 
         _run_coro(main())
     wall = time.perf_counter() - t0
     ordered = {q.qid: results[q.qid] for q in cands.queries if q.qid in results}
     ordered_errors = {q.qid: errors[q.qid] for q in cands.queries if q.qid in errors}
-    label = name or f"{strategy} ({getattr(provider, 'name', type(provider).__name__)})"
-    run = _build_run(cands, ordered, label)
-    usage = summarize(strategy, list(ordered.values()), ordered_errors, prices, est["calls"], wall)
+    run = _build_run(cands, ordered, name or f"{strategy} ({provider.name})")
+    usage = summarize(strategy, list(ordered.values()), ordered_errors, prices, est.calls, wall)
     notes = []
     if strategy == "prp-allpairs":
         k = resolve_params(strategy, params)["max_docs"]
@@ -223,18 +224,8 @@ def rerank_candidates(
                 f"prp-allpairs judged only the first {k} candidates of each query (n(n-1) calls); "
                 "the rest keep their first-stage order below them"
             )
-    if usage["truncated"]:
-        notes.append(f"{usage['truncated']} passages were truncated to {max_chars:,} characters")
+    if usage.truncated:
+        notes.append(f"{usage.truncated} passages were truncated to {max_chars:,} characters")
     if ordered_errors:
         notes.append(f"{len(ordered_errors)} of {cands.n_queries} queries failed and are left out of the run")
-    return BatchResult(
-        strategy,
-        getattr(provider, "name", type(provider).__name__),
-        params,
-        run,
-        usage,
-        est,
-        ordered,
-        ordered_errors,
-        notes,
-    )
+    return BatchResult(strategy, provider.name, params, run, usage, est, ordered, ordered_errors, notes)

@@ -3,6 +3,10 @@
 The API key is never part of a key or a stored value. Default directory ``.ranklens_cache/``
 (git-ignored). One JSON file per reply under ``<dir>/<2 hex>/<sha256>.json``, written
 atomically; `clear` removes them; ``enabled=False`` disables reads and writes.
+
+The cache never fails a run: an unreadable entry is a miss (counted in ``misses``), a write that
+the disk refuses (read-only, full) is counted in ``write_errors`` with the last error kept in
+``last_write_error``, so a caller can say that replies were not cached.
 """
 
 from __future__ import annotations
@@ -29,16 +33,21 @@ def cache_key(identity: dict[str, Any], messages: list[dict[str, str]], params: 
 
 
 class ReplyCache:
+    """Replies on disk by key; counters ``hits``, ``misses`` and ``write_errors``."""
+
     def __init__(self, directory: str | os.PathLike[str] = DEFAULT_DIR, enabled: bool = True) -> None:
         self.directory = Path(directory)
         self.enabled = enabled
         self.hits = 0
         self.misses = 0
+        self.write_errors = 0
+        self.last_write_error: str | None = None
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
 
     def get(self, key: str) -> dict[str, Any] | None:
+        """The stored value, or None (disabled, absent, unreadable or not JSON: a miss)."""
         if not self.enabled:
             return None
         try:
@@ -51,6 +60,7 @@ class ReplyCache:
         return value
 
     def put(self, key: str, value: dict[str, Any]) -> None:
+        """Store ``value`` atomically (temporary file, then rename); a refused write is counted."""
         if not self.enabled:
             return
         path = self._path(key)
@@ -60,8 +70,9 @@ class ReplyCache:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
                 json.dump(value, fh, ensure_ascii=False)
             os.replace(tmp, path)
-        except OSError:
-            pass  # a read-only or full disk only loses the cache, never the run
+        except OSError as exc:  # a read-only or full disk loses the cache, never the run: counted
+            self.write_errors += 1
+            self.last_write_error = str(exc)
 
     def clear(self) -> int:
         """Delete every cached reply; returns how many were removed."""
@@ -72,9 +83,10 @@ class ReplyCache:
             try:
                 path.unlink()
                 removed += 1
-            except OSError:
+            except OSError:  # already removed by another process, or not ours to remove: not counted
                 pass
         return removed
 
     def size(self) -> int:
+        """How many replies are stored."""
         return sum(1 for _ in self.directory.glob("??/*.json")) if self.directory.is_dir() else 0

@@ -87,7 +87,7 @@ class CandidateSet:
         """JSONL ``{qid, query, candidates: [{docid, text}]}`` (the `read_candidates` format)."""
         lines = []
         for q in self.queries:
-            cands = [{"docid": d, "text": t} for d, t in zip(q.docids, q.texts, strict=False)]
+            cands: list[dict[str, Any]] = [{"docid": d, "text": t} for d, t in zip(q.docids, q.texts, strict=False)]
             if q.scores is not None:
                 for c, s in zip(cands, q.scores, strict=False):
                     c["score"] = s

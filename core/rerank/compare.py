@@ -14,8 +14,10 @@ from typing import Any
 import pandas as pd
 
 from core.data import Qrels
+from core.metrics import evaluate
 from core.rerank.batch import BatchResult, rerank_candidates
 from core.rerank.candidates import CandidateSet
+from core.rerank.provider import AsyncProvider
 
 QUALITY = ["ndcg@10", "mrr@10", "map", "recall@10"]
 COLUMNS = [
@@ -34,8 +36,7 @@ COLUMNS = [
 def comparison_table(
     cands: CandidateSet, qrels: Qrels, results: Sequence[BatchResult], ties: str = "trec"
 ) -> pd.DataFrame:
-    from core.metrics import evaluate
-
+    """The table (columns `COLUMNS`): the first-stage order, then one row per result."""
     first = cands.to_run("original")
     runs = [first] + [r.run.renamed(r.strategy) for r in results if r.run is not None]
     agg = evaluate(runs, qrels, QUALITY, ties=ties).aggregate
@@ -59,13 +60,13 @@ def comparison_table(
             {
                 "method": r.strategy,
                 **quality,
-                "p50_ms": u["query_p50_ms"],
-                "p95_ms": u["query_p95_ms"],
-                "invalid_rate": u["invalid_rate"],
-                "calls_per_query": u["calls_per_query"],
-                "total_calls": u["calls"],
-                "cost_per_query": u["cost_per_query"],
-                "queries": u["queries"],
+                "p50_ms": u.query_p50_ms,
+                "p95_ms": u.query_p95_ms,
+                "invalid_rate": u.invalid_rate,
+                "calls_per_query": u.calls_per_query,
+                "total_calls": u.calls,
+                "cost_per_query": u.cost_per_query,
+                "queries": u.queries,
             }
         )
     return pd.DataFrame(rows, columns=COLUMNS)
@@ -75,7 +76,7 @@ def run_comparison(
     cands: CandidateSet,
     qrels: Qrels,
     strategies: Sequence[str],
-    make_provider: Callable[[], Any],
+    make_provider: Callable[[], AsyncProvider],
     params: dict[str, dict[str, Any]] | None = None,
     **options: Any,
 ) -> tuple[pd.DataFrame, list[BatchResult]]:

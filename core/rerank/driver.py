@@ -2,14 +2,17 @@
 
 The driver shows the passages of each `Op` to the provider, validates whatever comes back
 (any provider, not only ours), applies the stated fallback when the answer is invalid or the
-provider raised `InvalidOutputError`, and records one `CallRecord` per model request in the
-query's log. Fallbacks: rank -> keep the shown order; compare -> undecided (a tie);
-select -> the first m in shown order; grade -> the lowest grade (0). A fallback never drops or
-duplicates a candidate.
+provider raised `InvalidOutputError`, and keeps the query's call log: each operation gets its
+own `OpTrace`, passed to the provider call as ``trace`` (the provider records one `CallRecord`
+per model request there; when it records none the driver records one for the operation).
+Fallbacks: rank -> keep the shown order; compare -> undecided (a tie); select -> the first m in
+shown order; grade -> the lowest grade (0). A fallback never drops or duplicates a candidate.
 
-With a synchronous provider the calls are made one at a time, in the strategy's order. The
-async driver runs the ops of one batch (PRP's two orders of a pair, TourRank's groups of a
-stage, pointwise grades, all-pairs judgements) concurrently, each holding the shared semaphore.
+`rerank_query` takes a `Provider` and makes the calls one at a time, in the strategy's order.
+`arerank_query` takes an `AsyncProvider` and runs the ops of one batch (PRP's two orders of a
+pair, TourRank's groups of a stage, pointwise grades, all-pairs judgements) concurrently, each
+holding the shared semaphore; every op still has its own trace, so concurrent ops and queries
+never mix their records.
 """
 
 from __future__ import annotations
@@ -19,105 +22,14 @@ import json
 import random
 import time
 from collections.abc import Callable
-from contextvars import ContextVar
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
 from core.rerank.errors import DocumentTooLongError, InvalidOutputError
+from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import Op, Outcome, make_strategy, resolve_params
-
-
-@dataclass
-class CallRecord:
-    """One model request (re-asks are separate records with ``attempt`` 1, 2, ...)."""
-
-    qid: str
-    strategy: str
-    op: str
-    op_index: int
-    attempt: int
-    shown: list[str]
-    raw: str | None
-    parsed: Any
-    valid: bool
-    reason: str | None = None
-    fallback: bool = False
-    latency_ms: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cache_hit: bool = False
-    retries: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["shown"] = " ".join(self.shown)
-        d["parsed"] = json.dumps(self.parsed) if self.parsed is not None else None
-        return d
-
-
-@dataclass
-class QueryContext:
-    """Per-query bookkeeping shared by the driver and the provider (through `current_trace`)."""
-
-    qid: str = ""
-    strategy: str = ""
-    labels: list[str] = field(default_factory=list)
-    records: list[CallRecord] = field(default_factory=list)
-    ops: int = 0
-    fallbacks: int = 0
-    on_op: Callable[[], None] | None = None
-
-
-class OpTrace:
-    """The records of one operation; providers append one per model request via `add`."""
-
-    def __init__(self, ctx: QueryContext, op: Op, index: int) -> None:
-        self.ctx, self.op, self.index = ctx, op, index
-        self.shown = [ctx.labels[i] if i < len(ctx.labels) else str(i) for i in op.ids]
-        self.records: list[CallRecord] = []
-
-    def add(
-        self,
-        *,
-        raw: str | None,
-        parsed: Any = None,
-        valid: bool = True,
-        reason: str | None = None,
-        latency_ms: float = 0.0,
-        prompt_tokens: int = 0,
-        completion_tokens: int = 0,
-        cache_hit: bool = False,
-        retries: int = 0,
-    ) -> None:
-        self.records.append(
-            CallRecord(
-                self.ctx.qid,
-                self.ctx.strategy,
-                self.op.kind,
-                self.index,
-                len(self.records),
-                self.shown,
-                raw,
-                parsed,
-                valid,
-                reason,
-                False,
-                latency_ms,
-                prompt_tokens,
-                completion_tokens,
-                cache_hit,
-                retries,
-            )
-        )
-
-
-_TRACE: ContextVar[OpTrace | None] = ContextVar("ranklens_rerank_trace", default=None)
-
-
-def current_trace() -> OpTrace | None:
-    """The operation being executed in this context (providers log their requests here)."""
-    return _TRACE.get()
+from core.rerank.trace import CallRecord, OpTrace, QueryTrace
 
 
 # ---- validation and fallbacks -----------------------------------------------------------------
@@ -155,7 +67,9 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
 
 
 def _finish(trace: OpTrace, answer: Any, error: InvalidOutputError | None, latency_ms: float, scale: int) -> Any:
-    ctx = trace.ctx
+    """Validate the answer (or take the fallback after ``error``), log it and count the operation."""
+    query = trace.query
+    reason: str | None
     if error is not None:
         value, _ = _validate(trace.op, None, scale)
         reason = f"{error.reason}; fallback applied"
@@ -167,71 +81,81 @@ def _finish(trace: OpTrace, answer: Any, error: InvalidOutputError | None, laten
         raw = None if error is not None else json.dumps(answer, default=str)
         trace.add(raw=raw, parsed=value, valid=reason is None, reason=reason, latency_ms=latency_ms)
     if reason is not None:
-        ctx.fallbacks += 1
+        query.fallbacks += 1
         last = trace.records[-1]
         last.fallback, last.parsed = True, value
         last.reason = last.reason or reason
-    ctx.records.extend(trace.records)
-    ctx.ops += 1
-    if ctx.on_op is not None:
-        ctx.on_op()
+    query.records.extend(trace.records)
+    query.ops += 1
+    if query.on_op is not None:
+        query.on_op()
     return value
 
 
-def _args(op: Op, texts: list[str]) -> tuple[str, list[Any]]:
+def _ask(provider: Provider, query: str, texts: list[str], op: Op, trace: OpTrace) -> Any:
+    """The provider's answer to ``op`` (its passages shown in ``op.ids`` order)."""
     shown = [texts[i] for i in op.ids]
+    if op.kind == "rank":
+        return provider.rank(query, shown, trace=trace)
     if op.kind == "compare":
-        return "compare", shown
-    if op.kind == "grade":
-        return "grade", shown
+        a, b = shown
+        return provider.compare(query, a, b, trace=trace)
     if op.kind == "select":
-        return "select", [shown, op.m]
-    return "rank", [shown]
+        return provider.select(query, shown, int(op.m or 0), trace=trace)
+    if op.kind == "grade":
+        (passage,) = shown
+        return provider.grade(query, passage, trace=trace)
+    raise ValueError(op.kind)
 
 
-def _call_sync(provider: Any, query: str, texts: list[str], op: Op, ctx: QueryContext, scale: int) -> Any:
-    trace = OpTrace(ctx, op, ctx.ops)
-    token = _TRACE.set(trace)
+async def _aask(provider: AsyncProvider, query: str, texts: list[str], op: Op, trace: OpTrace) -> Any:
+    """Async `_ask`."""
+    shown = [texts[i] for i in op.ids]
+    if op.kind == "rank":
+        return await provider.arank(query, shown, trace=trace)
+    if op.kind == "compare":
+        a, b = shown
+        return await provider.acompare(query, a, b, trace=trace)
+    if op.kind == "select":
+        return await provider.aselect(query, shown, int(op.m or 0), trace=trace)
+    if op.kind == "grade":
+        (passage,) = shown
+        return await provider.agrade(query, passage, trace=trace)
+    raise ValueError(op.kind)
+
+
+def _call_sync(provider: Provider, query: str, texts: list[str], op: Op, qtrace: QueryTrace, scale: int) -> Any:
+    trace = OpTrace(qtrace, op, qtrace.ops)
     t0 = time.perf_counter()
     answer, error = None, None
     try:
-        method, args = _args(op, texts)
-        answer = getattr(provider, method)(query, *args)
+        answer = _ask(provider, query, texts, op, trace)
     except InvalidOutputError as exc:
         error = exc
-    finally:
-        _TRACE.reset(token)
     return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale)
 
 
 async def _call_async(
-    provider: Any,
+    provider: AsyncProvider,
     query: str,
     texts: list[str],
     op: Op,
-    ctx: QueryContext,
+    qtrace: QueryTrace,
     scale: int,
     sem: asyncio.Semaphore | None,
     index: int,
 ) -> Any:
-    trace = OpTrace(ctx, op, index)
-    token = _TRACE.set(trace)
+    trace = OpTrace(qtrace, op, index)
     t0 = time.perf_counter()
     answer, error = None, None
     try:
-        method, args = _args(op, texts)
-        afn = getattr(provider, "a" + method, None)
-        if afn is None:
-            answer = getattr(provider, method)(query, *args)
-        elif sem is None:
-            answer = await afn(query, *args)
+        if sem is None:
+            answer = await _aask(provider, query, texts, op, trace)
         else:
             async with sem:
-                answer = await afn(query, *args)
+                answer = await _aask(provider, query, texts, op, trace)
     except InvalidOutputError as exc:
         error = exc
-    finally:
-        _TRACE.reset(token)
     return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale)
 
 
@@ -273,6 +197,19 @@ def prepare_texts(texts: list[str], max_chars: int | None, strict: bool, qid: st
     return out, n
 
 
+@dataclass
+class _Setup:
+    """A query ready to run: resolved parameters, passages in shown order (after the optional
+    shuffle ``perm``: shown position -> input index), truncation count, trace and grade scale."""
+
+    params: dict[str, Any]
+    texts: list[str]
+    perm: list[int]
+    truncated: int
+    trace: QueryTrace
+    scale: int
+
+
 def _setup(
     name: str,
     passages: list[str],
@@ -282,8 +219,9 @@ def _setup(
     strict: bool,
     qid: str,
     labels: list[str] | None,
-    provider: Any,
-):
+    provider: Provider,
+    on_op: Callable[[], None] | None,
+) -> _Setup:
     p = resolve_params(name, params)
     texts, truncated = prepare_texts([str(t) for t in passages], max_chars, strict, qid)
     n = len(texts)
@@ -292,23 +230,25 @@ def _setup(
         random.Random(shuffle_seed).shuffle(perm)
     shown_texts = [texts[i] for i in perm]
     lab = list(labels) if labels is not None else [str(i + 1) for i in range(n)]
-    ctx = QueryContext(qid=qid, strategy=name, labels=[lab[i] for i in perm])
-    scale = p["scale"] if name == "pointwise" else int(getattr(provider, "scale", 3) or 3)
-    return p, shown_texts, perm, truncated, ctx, scale
+    trace = QueryTrace(qid=qid, strategy=name, labels=[lab[i] for i in perm], on_op=on_op)
+    scale = p["scale"] if name == "pointwise" else provider.scale
+    return _Setup(p, shown_texts, perm, truncated, trace, scale)
 
 
-def _result(qid: str, outcome: Outcome, perm: list[int], ctx: QueryContext, truncated: int, t0: float) -> QueryResult:
+def _result(qid: str, outcome: Outcome, s: _Setup, t0: float) -> QueryResult:
+    perm = s.perm
     order = [perm[i] for i in outcome.order]
     scores = None
     if outcome.scores is not None:
         scores = [0.0] * len(perm)
-        for i, s in enumerate(outcome.scores):
-            scores[perm[i]] = s
+        for i, sc in enumerate(outcome.scores):
+            scores[perm[i]] = sc
     extra = dict(outcome.extra)
     if perm != list(range(len(perm))):
         extra["shuffle"] = perm
+    q = s.trace
     return QueryResult(
-        qid, order, scores, extra, ctx.ops, ctx.fallbacks, truncated, (time.perf_counter() - t0) * 1000, ctx.records
+        qid, order, scores, extra, q.ops, q.fallbacks, s.truncated, (time.perf_counter() - t0) * 1000, q.records
     )
 
 
@@ -316,7 +256,7 @@ def rerank_query(
     name: str,
     query: str,
     passages: list[str],
-    provider: Any,
+    provider: Provider,
     *,
     qid: str = "",
     labels: list[str] | None = None,
@@ -328,29 +268,25 @@ def rerank_query(
 ) -> QueryResult:
     """Rerank one query synchronously (calls one at a time, in strategy order)."""
     t0 = time.perf_counter()
-    p, texts, perm, truncated, ctx, scale = _setup(
-        name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider
-    )
-    ctx.on_op = on_op
-    if hasattr(provider, "prepare"):
-        provider.prepare(query, texts)
-    gen = make_strategy(name, len(texts), p)
+    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op)
+    provider.prepare(query, s.texts)
+    gen = make_strategy(name, len(s.texts), s.params)
     try:
         batch = next(gen)
         while True:
-            batch = gen.send([_call_sync(provider, query, texts, op, ctx, scale) for op in batch])
+            batch = gen.send([_call_sync(provider, query, s.texts, op, s.trace, s.scale) for op in batch])
     except StopIteration as stop:
         outcome = stop.value
     finally:
         gen.close()
-    return _result(qid, outcome, perm, ctx, truncated, t0)
+    return _result(qid, outcome, s, t0)
 
 
 async def arerank_query(
     name: str,
     query: str,
     passages: list[str],
-    provider: Any,
+    provider: AsyncProvider,
     *,
     qid: str = "",
     labels: list[str] | None = None,
@@ -363,24 +299,20 @@ async def arerank_query(
 ) -> QueryResult:
     """Rerank one query with asyncio: the ops of one batch run concurrently under ``sem``."""
     t0 = time.perf_counter()
-    p, texts, perm, truncated, ctx, scale = _setup(
-        name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider
-    )
-    ctx.on_op = on_op
-    if hasattr(provider, "prepare"):
-        provider.prepare(query, texts)
-    gen = make_strategy(name, len(texts), p)
+    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op)
+    provider.prepare(query, s.texts)
+    gen = make_strategy(name, len(s.texts), s.params)
     try:
         batch = next(gen)
         while True:
-            base = ctx.ops
+            base = s.trace.ops
             if len(batch) == 1:
-                answers = [await _call_async(provider, query, texts, batch[0], ctx, scale, sem, base)]
+                answers = [await _call_async(provider, query, s.texts, batch[0], s.trace, s.scale, sem, base)]
             else:
                 answers = list(
                     await asyncio.gather(
                         *(
-                            _call_async(provider, query, texts, op, ctx, scale, sem, base + i)
+                            _call_async(provider, query, s.texts, op, s.trace, s.scale, sem, base + i)
                             for i, op in enumerate(batch)
                         )
                     )
@@ -390,10 +322,10 @@ async def arerank_query(
         outcome = stop.value
     finally:
         gen.close()
-    return _result(qid, outcome, perm, ctx, truncated, t0)
+    return _result(qid, outcome, s, t0)
 
 
-def run_strategy(name: str, query: str, passages: list[str], provider: Any, **params: Any) -> list[int]:
+def run_strategy(name: str, query: str, passages: list[str], provider: Provider, **params: Any) -> list[int]:
     """Final order as 0-based indices into ``passages`` (see `core.rerank.strategies`).
 
     Options besides the strategy parameters: ``shuffle_seed`` (seeded input shuffle),
@@ -402,6 +334,8 @@ def run_strategy(name: str, query: str, passages: list[str], provider: Any, **pa
     return rerank_query(name, query, passages, provider, **params).order
 
 
-async def arun_strategy(name: str, query: str, passages: list[str], provider: Any, **params: Any) -> list[int]:
-    """Async `run_strategy` (uses the provider's ``arank``/``acompare``/... when present)."""
+async def arun_strategy(
+    name: str, query: str, passages: list[str], provider: AsyncProvider, **params: Any
+) -> list[int]:
+    """Async `run_strategy` (the provider's ``arank``/``acompare``/...)."""
     return (await arerank_query(name, query, passages, provider, **params)).order

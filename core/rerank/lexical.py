@@ -11,8 +11,12 @@ from __future__ import annotations
 
 import re
 from collections import OrderedDict
+from typing import Any
 
 import numpy as np
+
+from core.rerank.provider import BaseProvider
+from core.rerank.trace import OpTrace
 
 _TOKEN = re.compile(r"(?u)\b\w\w+\b")
 _SUFFIXES = ("ing", "edly", "ed", "es", "s")
@@ -78,11 +82,13 @@ def _stem(word: str) -> str:
 
 
 def tokenize(text: str) -> list[str]:
+    """Lower-cased words of two or more characters, stop words dropped, suffixes stripped."""
     return [_stem(t) for t in _TOKEN.findall(text.lower()) if t not in _STOP]
 
 
-class LexicalProvider:
-    """BM25 over the candidates; no network, no key, no cost."""
+class LexicalProvider(BaseProvider):
+    """BM25 over the candidates; no network, no key, no cost (records nothing in the trace:
+    the driver logs one call per operation)."""
 
     name = "lexical"
 
@@ -92,7 +98,8 @@ class LexicalProvider:
         self._index: OrderedDict[tuple[str, int], dict[str, float]] = OrderedDict()
         self._max_indexes = max_indexes
 
-    def cache_identity(self) -> dict:
+    def cache_identity(self) -> dict[str, Any]:
+        """What determines this provider's answers (besides the query and passages)."""
         return {"provider": "lexical", "k1": self.k1, "b": self.b, "scale": self.scale}
 
     def _score(self, query: str, passages: list[str]) -> dict[str, float]:
@@ -124,17 +131,18 @@ class LexicalProvider:
         return None
 
     def scores(self, query: str, passages: list[str]) -> list[float]:
+        """BM25 score of each passage: from the query's prepared index, else over these passages alone."""
         table = self._lookup(query, passages)
         if table is None:  # not prepared: score the shown passages on their own
             table = self._score(query, passages)
         return [table[p] for p in passages]
 
     # ---- the four operations ----------------------------------------------------------------
-    def rank(self, query: str, passages: list[str]) -> list[int]:
+    def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
         s = self.scores(query, passages)
         return sorted(range(len(passages)), key=lambda i: (-s[i], i))
 
-    def compare(self, query: str, a: str, b: str) -> str | None:
+    def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
         sa, sb = self.scores(query, [a, b])
         if sa > sb:
             return "A"
@@ -142,10 +150,10 @@ class LexicalProvider:
             return "B"
         return None
 
-    def select(self, query: str, passages: list[str], m: int) -> list[int]:
+    def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
         return self.rank(query, passages)[:m]
 
-    def grade(self, query: str, passage: str) -> int:
+    def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
         table = self._lookup(query, [passage]) or self._score(query, [passage])
         s, top = table[passage], max(table.values())
         if top <= 0 or s <= 0:

@@ -19,27 +19,28 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import httpx2  # the HTTP layer of the pinned openai client (its documented raw-response type)
 import openai
 
 from core.rerank.cache import ReplyCache, cache_key
-from core.rerank.driver import current_trace
 from core.rerank.errors import InvalidOutputError, ProviderError
 from core.rerank.parsing import parse_reply
 from core.rerank.prompts import build_messages, reask_messages
+from core.rerank.provider import BaseProvider
+from core.rerank.trace import OpTrace
 from core.rerank.transport import RetryPolicy, classify
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
+Messages = list[dict[str, str]]
 
-# Requests go through the real client's documented ``post(path, cast_to=httpx2.Response, body=...)``
-# with the JSON body, key order and auth scope of ``chat.completions.create`` (byte-identical on
-# the wire; `bench/rerank.py` checks it for OpenAI and Azure) but without its per-call TypedDict
-# transformation of the messages (~0.8 ms on 8 KB prompts) nor the pydantic construction of the
-# reply (~0.2 ms): the client still builds, authenticates, times out and raises exactly as before.
-_CHAT_PATH = "/chat/completions"
+# Requests go through the SDK's public ``client.chat.completions.with_raw_response.create(...)``:
+# the client builds the body (its key order and parameter transformation), authenticates, times
+# out and raises exactly as ``create`` does, and hands back the HTTP response; the reply is read
+# from its JSON (a few keys) instead of constructing the pydantic ``ChatCompletion``.
+# `bench/rerank.py` checks that the bytes sent equal ``create``'s and measures the overhead.
 
 _ssl_lock = threading.Lock()
 _ssl_contexts: dict[tuple[str | None, str | None], ssl.SSLContext] = {}
@@ -61,13 +62,13 @@ def shared_ssl_context() -> ssl.SSLContext:
 
 class _HttpClient(openai.DefaultHttpxClient):
     """The SDK's default HTTP client (its timeout, limits and redirects) on the shared TLS
-    context; closed when collected, like the SDK's own wrapper."""
+    context; closed when collected, like the SDK's own wrapper (`SyncHttpxClientWrapper`)."""
 
     def __del__(self) -> None:
         try:
             if not self.is_closed:
                 self.close()
-        except Exception:  # noqa: BLE001 - interpreter shutdown
+        except Exception:  # noqa: BLE001 - a finalizer cannot raise; at interpreter shutdown anything may fail (as in the SDK's wrapper)
             pass
 
 
@@ -78,25 +79,28 @@ class _AsyncHttpClient(openai.DefaultAsyncHttpxClient):
         try:
             if not self.is_closed:
                 asyncio.get_running_loop().create_task(self.aclose())
-        except Exception:  # noqa: BLE001 - no running loop
+        except RuntimeError:  # no running (or a closed) event loop: the pool goes with the process
             pass
 
 
-def _reply_data(response: Any) -> Any:
+def _reply_data(response: httpx2.Response) -> Any:
     """The decoded JSON of a 200 reply, as the client's own parsing would get it: JSON
-    content types must decode (else the client's error propagates); other content types are
+    content types must decode (else the decoding error propagates); other content types are
     decoded when possible, else there is no data (the reply text is then empty)."""
     content_type = response.headers.get("content-type", "*").split(";")[0]
     if content_type.endswith("json"):
         return response.json()
     try:
         return response.json()
-    except Exception:  # noqa: BLE001 - the client returns the raw text here; we treat it as empty
+    except ValueError:  # not JSON (or not UTF-8): the client returns the raw text here; we treat it as empty
         return None
 
 
 @dataclass
 class Reply:
+    """One model reply: its text, billed tokens, latency, whether it came from the disk cache
+    and how many transport retries it took."""
+
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -105,10 +109,18 @@ class Reply:
     retries: int = 0
 
 
-def resolve_api_key(explicit: str | None = None, *, azure: bool = False, secrets: Any = None) -> tuple[str | None, str]:
+class SecretSource(Protocol):
+    """Where keys may be looked up besides the environment (e.g. Streamlit secrets)."""
+
+    def get(self, name: str, /) -> Any: ...
+
+
+def resolve_api_key(
+    explicit: str | None = None, *, azure: bool = False, secrets: SecretSource | None = None
+) -> tuple[str | None, str]:
     """(key, source): the explicit value, else the environment (``AZURE_OPENAI_API_KEY`` for
-    Azure, then ``OPENAI_API_KEY``), else ``secrets`` (a mapping; lookups that raise are
-    ignored). The source names where it came from, never the key."""
+    Azure, then ``OPENAI_API_KEY``), else ``secrets`` (lookups raising ``FileNotFoundError`` or
+    ``KeyError`` count as absent). The source names where it came from, never the key."""
     if explicit:
         return explicit, "field"
     names = ["AZURE_OPENAI_API_KEY", "OPENAI_API_KEY"] if azure else ["OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"]
@@ -126,7 +138,12 @@ def resolve_api_key(explicit: str | None = None, *, azure: bool = False, secrets
     return None, "none"
 
 
-class OpenAIProvider:
+#: A provider operation as a generator: yields the messages to send, receives the `Reply`,
+#: returns the parsed answer (or raises `InvalidOutputError` after the last re-ask).
+Flow = Generator[Messages, Reply, Any]
+
+
+class OpenAIProvider(BaseProvider):
     """Chat-completions provider with strict JSON replies, re-asks, retries and a disk cache."""
 
     name = "openai"
@@ -167,15 +184,16 @@ class OpenAIProvider:
         if key is None and (self.base_url and not self.azure):
             key, self.key_source = LOCAL_PLACEHOLDER_KEY, "none (local server)"
         self.__key = key
-        self._client: Any = None
-        self._aclient: Any = None
-        self._aloop: Any = None
+        self._client: openai.OpenAI | None = None
+        self._aclient: openai.AsyncOpenAI | None = None
+        self._aloop: asyncio.AbstractEventLoop | None = None
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, endpoint={self.endpoint!r}, key={self.key_source})"
 
     @property
     def endpoint(self) -> str:
+        """The chat endpoint's base (Azure: the deployment URL with its API version)."""
         if self.azure:
             return f"{self.azure_endpoint}/openai/deployments/{self.azure_deployment}?api-version={self.api_version}"
         return self.base_url or "https://api.openai.com/v1"
@@ -185,6 +203,7 @@ class OpenAIProvider:
         return bool(self.__key)
 
     def redact(self, text: str) -> str:
+        """``text`` with the API key replaced by ``***``."""
         key = self.__key
         if key and key != LOCAL_PLACEHOLDER_KEY and key in text:
             text = text.replace(key, "***")
@@ -192,10 +211,12 @@ class OpenAIProvider:
 
     # ---- clients ----------------------------------------------------------------------------
     def _kwargs(self) -> dict[str, Any]:
+        """Client settings: the key, our timeout, no SDK retries (ours are counted and bounded),
+        and the Azure endpoint, deployment and API version or the base URL."""
         if not self.__key:
             env = "AZURE_OPENAI_API_KEY" if self.azure else "OPENAI_API_KEY"
             raise ProviderError(f"{self.name}: no API key (set {env}, add it to Streamlit secrets or enter it)")
-        common = dict(api_key=self.__key, timeout=self.timeout, max_retries=0)
+        common: dict[str, Any] = dict(api_key=self.__key, timeout=self.timeout, max_retries=0)
         if self.azure:
             return dict(
                 common,
@@ -205,31 +226,33 @@ class OpenAIProvider:
             )
         return dict(common, base_url=self.base_url) if self.base_url else common
 
-    def client(self) -> Any:
+    def client(self) -> openai.OpenAI:
         """The provider's one synchronous client (built on first use, reused for every call)."""
         if self._client is None:
             kw = self._kwargs()
             kw["http_client"] = _HttpClient(verify=shared_ssl_context(), timeout=self.timeout)
-            self._client = (openai.AzureOpenAI if self.azure else openai.OpenAI)(**kw)
+            self._client = openai.AzureOpenAI(**kw) if self.azure else openai.OpenAI(**kw)
         return self._client
 
-    def aclient(self) -> Any:
+    def aclient(self) -> openai.AsyncOpenAI:
         """The provider's async client for the running event loop (one per loop: connection
         pools are bound to their loop)."""
         loop = asyncio.get_running_loop()
         if self._aclient is None or self._aloop is not loop:
             kw = self._kwargs()
             kw["http_client"] = _AsyncHttpClient(verify=shared_ssl_context(), timeout=self.timeout)
-            self._aclient = (openai.AsyncAzureOpenAI if self.azure else openai.AsyncOpenAI)(**kw)
+            self._aclient = openai.AsyncAzureOpenAI(**kw) if self.azure else openai.AsyncOpenAI(**kw)
             self._aloop = loop
         return self._aclient
 
     def close(self) -> None:
+        """Close the synchronous client (a later call builds a new one)."""
         if self._client is not None:
             self._client.close()
             self._client = None
 
     async def aclose(self) -> None:
+        """Close the async client of the current loop (end of a batch)."""
         if self._aclient is not None:
             try:
                 await self._aclient.close()
@@ -238,13 +261,15 @@ class OpenAIProvider:
 
     # ---- one request ------------------------------------------------------------------------
     def cache_identity(self) -> dict[str, Any]:
+        """Provider, endpoint and model: with the messages and `_params`, the reply cache key."""
         return {"provider": "azure-openai" if self.azure else "openai", "base_url": self.endpoint, "model": self.model}
 
     def _params(self) -> dict[str, Any]:
         return {"temperature": self.temperature, "json_mode": self.json_mode, "max_tokens": self.max_tokens}
 
-    def _request(self, messages: list[dict[str, str]]) -> dict[str, Any]:
-        """The JSON body, keys in the order ``chat.completions.create`` sends them."""
+    def _request(self, messages: Messages) -> dict[str, Any]:
+        """Keyword arguments of ``chat.completions.create`` (only those we set; the client
+        orders the JSON body itself)."""
         kw: dict[str, Any] = {"model": self.model, "messages": messages}
         if self.max_tokens:
             kw["max_tokens"] = self.max_tokens
@@ -253,7 +278,7 @@ class OpenAIProvider:
         kw["temperature"] = self.temperature
         return kw
 
-    def _cached(self, messages: list[dict[str, str]]) -> tuple[str | None, Reply | None]:
+    def _cached(self, messages: Messages) -> tuple[str | None, Reply | None]:
         if self.cache is None or not self.cache.enabled:
             return None, None
         key = cache_key(self.cache_identity(), messages, self._params())
@@ -277,8 +302,8 @@ class OpenAIProvider:
             )
 
     @staticmethod
-    def _reply(response: Any, latency_ms: float, retries: int) -> Reply:
-        """Reply text and token usage from the raw HTTP response (``choices[0].message.content``,
+    def _reply(response: httpx2.Response, latency_ms: float, retries: int) -> Reply:
+        """Reply text and token usage from the HTTP response (``choices[0].message.content``,
         ``usage.prompt_tokens`` / ``usage.completion_tokens``; missing parts count as empty / 0)."""
         data = _reply_data(response)
         try:
@@ -298,6 +323,8 @@ class OpenAIProvider:
         )
 
     def _next_delay(self, exc: BaseException, retries: int, started: float) -> float:
+        """Seconds to wait before retry number ``retries + 1``, or `ProviderError` (redacted)
+        when ``exc`` is not retryable or the count or time budget is spent."""
         retryable, what, status, after = classify(exc, self.timeout)
         attempts = retries + 1
         if not retryable:
@@ -318,7 +345,8 @@ class OpenAIProvider:
             ) from None
         return delay
 
-    def complete(self, messages: list[dict[str, str]]) -> Reply:
+    def complete(self, messages: Messages) -> Reply:
+        """One chat completion (from the cache when enabled), with transport retries."""
         key, hit = self._cached(messages)
         if hit is not None:
             return hit
@@ -326,21 +354,17 @@ class OpenAIProvider:
         while True:
             t0 = time.perf_counter()
             try:
-                resp = self.client().post(
-                    _CHAT_PATH,
-                    body=self._request(messages),
-                    cast_to=httpx2.Response,
-                    options={"security": {"bearer_auth": True}},
-                )
+                raw = self.client().chat.completions.with_raw_response.create(**self._request(messages))
                 break
             except openai.OpenAIError as exc:
                 self.retry.sleep(self._next_delay(exc, retries, started))
                 retries += 1
-        reply = self._reply(resp, (time.perf_counter() - t0) * 1000, retries)
+        reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
         self._store(key, reply)
         return reply
 
-    async def acomplete(self, messages: list[dict[str, str]]) -> Reply:
+    async def acomplete(self, messages: Messages) -> Reply:
+        """Async `complete`."""
         key, hit = self._cached(messages)
         if hit is not None:
             return hit
@@ -348,54 +372,56 @@ class OpenAIProvider:
         while True:
             t0 = time.perf_counter()
             try:
-                resp = await self.aclient().post(
-                    _CHAT_PATH,
-                    body=self._request(messages),
-                    cast_to=httpx2.Response,
-                    options={"security": {"bearer_auth": True}},
-                )
+                raw = await self.aclient().chat.completions.with_raw_response.create(**self._request(messages))
                 break
             except openai.OpenAIError as exc:
                 await self.retry.asleep(self._next_delay(exc, retries, started))
                 retries += 1
-        reply = self._reply(resp, (time.perf_counter() - t0) * 1000, retries)
+        reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
         self._store(key, reply)
         return reply
 
     # ---- operations -------------------------------------------------------------------------
-    def _flow(
-        self, op: str, query: str, passages: list[str], m: int | None = None
-    ) -> Generator[list[dict[str, str]], Reply, Any]:
-        """Ask, parse strictly, re-ask with the reason; log every reply in the current trace."""
+    def _flow(self, op: str, query: str, passages: list[str], m: int | None, trace: OpTrace | None) -> Flow:
+        """Ask, parse strictly, re-ask with the reason; record every reply in ``trace``."""
         n = len(passages)
         messages = build_messages(op, query, passages, m=m, scale=self.scale)
-        trace = current_trace()
         error: InvalidOutputError | None = None
         for _ in range(self.reasks + 1):
             reply = yield messages
-            log = dict(
-                raw=reply.text,
-                latency_ms=reply.latency_ms,
-                prompt_tokens=reply.prompt_tokens,
-                completion_tokens=reply.completion_tokens,
-                cache_hit=reply.cache_hit,
-                retries=reply.retries,
-            )
             try:
                 value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
             except InvalidOutputError as exc:
                 if trace is not None:
-                    trace.add(valid=False, reason=exc.reason, **log)
+                    trace.add(
+                        raw=reply.text,
+                        valid=False,
+                        reason=exc.reason,
+                        latency_ms=reply.latency_ms,
+                        prompt_tokens=reply.prompt_tokens,
+                        completion_tokens=reply.completion_tokens,
+                        cache_hit=reply.cache_hit,
+                        retries=reply.retries,
+                    )
                 error = exc
                 messages = reask_messages(messages, reply.text, exc.reason, op, n=n, m=m, scale=self.scale)
                 continue
             if trace is not None:
-                trace.add(parsed=value, valid=True, **log)
+                trace.add(
+                    raw=reply.text,
+                    parsed=value,
+                    valid=True,
+                    latency_ms=reply.latency_ms,
+                    prompt_tokens=reply.prompt_tokens,
+                    completion_tokens=reply.completion_tokens,
+                    cache_hit=reply.cache_hit,
+                    retries=reply.retries,
+                )
             return value
-        assert error is not None
+        assert error is not None  # the loop runs at least once and every pass that does not return sets it
         raise error
 
-    def _run(self, flow: Generator) -> Any:
+    def _run(self, flow: Flow) -> Any:
         messages = next(flow)
         while True:
             try:
@@ -403,7 +429,7 @@ class OpenAIProvider:
             except StopIteration as stop:
                 return stop.value
 
-    async def _arun(self, flow: Generator) -> Any:
+    async def _arun(self, flow: Flow) -> Any:
         messages = next(flow)
         while True:
             reply = await self.acomplete(messages)
@@ -412,26 +438,26 @@ class OpenAIProvider:
             except StopIteration as stop:
                 return stop.value
 
-    def rank(self, query: str, passages: list[str]) -> list[int]:
-        return self._run(self._flow("rank", query, passages))
+    def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
+        return self._run(self._flow("rank", query, passages, None, trace))
 
-    def compare(self, query: str, a: str, b: str) -> str | None:
-        return self._run(self._flow("compare", query, [a, b]))
+    def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
+        return self._run(self._flow("compare", query, [a, b], None, trace))
 
-    def select(self, query: str, passages: list[str], m: int) -> list[int]:
-        return self._run(self._flow("select", query, passages, m))
+    def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
+        return self._run(self._flow("select", query, passages, m, trace))
 
-    def grade(self, query: str, passage: str) -> int:
-        return self._run(self._flow("grade", query, [passage]))
+    def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
+        return self._run(self._flow("grade", query, [passage], None, trace))
 
-    async def arank(self, query: str, passages: list[str]) -> list[int]:
-        return await self._arun(self._flow("rank", query, passages))
+    async def arank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
+        return await self._arun(self._flow("rank", query, passages, None, trace))
 
-    async def acompare(self, query: str, a: str, b: str) -> str | None:
-        return await self._arun(self._flow("compare", query, [a, b]))
+    async def acompare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
+        return await self._arun(self._flow("compare", query, [a, b], None, trace))
 
-    async def aselect(self, query: str, passages: list[str], m: int) -> list[int]:
-        return await self._arun(self._flow("select", query, passages, m))
+    async def aselect(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
+        return await self._arun(self._flow("select", query, passages, m, trace))
 
-    async def agrade(self, query: str, passage: str) -> int:
-        return await self._arun(self._flow("grade", query, [passage]))
+    async def agrade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
+        return await self._arun(self._flow("grade", query, [passage], None, trace))

@@ -39,6 +39,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.rerank.btfit import fit_pairs
 from core.rerank.errors import RerankConfigError
 
 STRATEGIES: tuple[str, ...] = ("rankgpt", "prp", "tourrank", "pointwise", "prp-allpairs")
@@ -155,16 +156,17 @@ def tourrank_plan(n: int, stages: Any = None) -> list[tuple[int, int, int]]:
     return plan
 
 
-def parse_stages(text: str) -> list[tuple[int, int, int]]:
+def parse_stages(text: str) -> list[tuple[int, ...]]:
     """``"5x20:10,5x10:4"`` (groups x group_size : keep, comma separated) or a JSON list of
-    triples -> list of (groups, group_size, keep)."""
+    triples -> list of (groups, group_size, keep). A JSON stage of another length is returned
+    as read: `tourrank_plan` refuses it, naming the stage."""
     text = text.strip()
     if text.startswith("["):
         try:
-            return [tuple(int(x) for x in st) for st in json.loads(text)]  # type: ignore[misc]
+            return [tuple(int(x) for x in st) for st in json.loads(text)]
         except (ValueError, TypeError):
             raise RerankConfigError(f"cannot read TourRank stages {text!r}") from None
-    out = []
+    out: list[tuple[int, ...]] = []
     for part in (p for p in re.split(r"[,;\s]+", text) if p):
         m = re.fullmatch(r"(\d+)x(\d+):(\d+)", part)
         if not m:
@@ -280,22 +282,20 @@ def _pointwise(n: int, scale: int) -> StrategyGen:
 
 
 def _allpairs(n: int, max_docs: int) -> StrategyGen:
-    from core.rerank.btfit import fit_pairs
-
     k = min(n, max_docs)
     pairs = [(i, j) for i in range(k) for j in range(i + 1, k)]
     ops = [op for i, j in pairs for op in (Op("compare", (i, j)), Op("compare", (j, i)))]
     answers = (yield ops) if ops else []
     judgements = [(op.ids[0], op.ids[1], ans) for op, ans in zip(ops, answers, strict=False)]
     fit = fit_pairs(k, judgements)
-    top = sorted(range(k), key=lambda i: (-fit["strength"][i], i))
+    top = sorted(range(k), key=lambda i: (-fit.strength[i], i))
     order = top + list(range(k, n))
     extra = {
         "judged": k,
-        "strength": fit["strength"],
-        "ci_low": fit["ci_low"],
-        "ci_high": fit["ci_high"],
-        "aggregator": fit["method"],
+        "strength": fit.strength,
+        "ci_low": fit.ci_low,
+        "ci_high": fit.ci_high,
+        "aggregator": fit.method,
     }
     return Outcome(order, None, extra)
 

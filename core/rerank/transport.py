@@ -12,36 +12,43 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the openai package is imported when a request fails, not with the rerank package
+    import openai
 
 
 @dataclass
 class RetryPolicy:
+    """Bounds and schedule of transport retries; ``sleep`` / ``asleep`` are injectable (tests),
+    ``seed`` seeds the jitter."""
+
     max_retries: int = 4
     base_delay: float = 0.5
     max_delay: float = 8.0
     max_total: float = 60.0
     jitter: float = 0.25
     sleep: Callable[[float], Any] = time.sleep
-    asleep: Callable[[float], Any] = asyncio.sleep
+    asleep: Callable[[float], Awaitable[Any]] = asyncio.sleep
     seed: int | None = None
-    _rng: random.Random = field(default=None, init=False, repr=False)  # type: ignore[assignment]
+    _rng: random.Random = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
 
     def delay(self, retry_index: int, retry_after: float | None) -> float:
+        """Seconds before retry ``retry_index`` (0-based): ``retry_after`` when the server gave one."""
         if retry_after is not None:
             return max(0.0, retry_after)
         d = min(self.max_delay, self.base_delay * (2**retry_index))
         return max(0.0, d * (1 + self.jitter * (2 * self._rng.random() - 1)))
 
 
-def retry_after_seconds(exc: Any) -> float | None:
-    response = getattr(exc, "response", None)
-    headers = getattr(response, "headers", None)
+def retry_after_seconds(exc: openai.APIStatusError) -> float | None:
+    """The server's ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if any."""
+    headers = exc.response.headers
     if not headers:
         return None
     ms = headers.get("retry-after-ms")
@@ -75,12 +82,12 @@ def classify(exc: BaseException, timeout: float | None) -> tuple[bool, str, int 
     if isinstance(exc, openai.RateLimitError):
         return True, "HTTP 429 rate limited", 429, retry_after_seconds(exc)
     if isinstance(exc, openai.APIStatusError):
-        status = int(getattr(exc, "status_code", 0) or 0)
+        status = int(exc.status_code or 0)
         if status >= 500:
             return True, f"HTTP {status} server error", status, retry_after_seconds(exc)
         if status in (401, 403):
             return False, f"HTTP {status} authentication failed (check the API key and endpoint)", status, None
         if status == 404:
             return False, "HTTP 404 not found (check the base URL, model or deployment name)", status, None
-        return False, f"HTTP {status}: {getattr(exc, 'message', '')}", status, None
+        return False, f"HTTP {status}: {exc.message}", status, None
     return False, f"{type(exc).__name__}: {exc}", None, None

@@ -76,9 +76,7 @@ def test_demo_family_and_lexical_batch_improves_ndcg():
     cands, qrels, first = (obj for _, _, obj in items)
     assert cands.n_queries >= 12 and all(20 <= n <= 30 for n in cands.sizes())
     res = rerank_candidates(cands, "rankgpt", LexicalProvider(), concurrency=1)
-    assert (
-        res.usage["calls"] == res.usage["estimated_calls"] == sum(estimate_calls("rankgpt", n) for n in cands.sizes())
-    )
+    assert res.usage.calls == res.usage.estimated_calls == sum(estimate_calls("rankgpt", n) for n in cands.sizes())
     agg = evaluate([first, res.run], qrels, ["ndcg@10"], ties="trec").aggregate["ndcg@10"]
     assert agg.iloc[1] > agg.iloc[0]
     again = rerank_candidates(cands, "rankgpt", LexicalProvider(), concurrency=4)  # async path, same answers

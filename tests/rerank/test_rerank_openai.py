@@ -9,6 +9,7 @@ import pytest
 from fake_openai_server import SECRET, Action, FakeOpenAIServer, oracle_answer, passage_score
 
 from core.rerank import (
+    BaseProvider,
     CandidateSet,
     ProviderError,
     QueryCandidates,
@@ -22,21 +23,21 @@ from core.rerank import (
 from core.rerank.parsing import parse_reply
 
 
-class Oracle:
+class Oracle(BaseProvider):
     """In-process provider giving the same answers as the server's oracle."""
 
     scale = 3
 
-    def rank(self, q, ps):
+    def rank(self, q, ps, *, trace=None):
         return [i - 1 for i in oracle_answer("rank", ps, None, 3)["ranking"]]
 
-    def compare(self, q, a, b):
+    def compare(self, q, a, b, *, trace=None):
         return oracle_answer("compare", [a, b], None, 3)["winner"]
 
-    def select(self, q, ps, m):
+    def select(self, q, ps, m, *, trace=None):
         return [i - 1 for i in oracle_answer("select", ps, m, 3)["selected"]]
 
-    def grade(self, q, p):
+    def grade(self, q, p, *, trace=None):
         return oracle_answer("grade", [p], None, 3)["grade"]
 
 
@@ -234,7 +235,7 @@ def test_key_never_in_logs_errors_or_repr(server, make_provider, tmp_path):
     )
     provider = make_provider(cache=ReplyCache(tmp_path / "k", enabled=True), max_retries=0)
     result = rerank_candidates(cands, "rankgpt", provider, concurrency=1)
-    blob = result.log_frame().to_json() + json.dumps(result.usage, default=str) + json.dumps(result.errors)
+    blob = result.log_frame().to_json() + json.dumps(result.usage.to_dict(), default=str) + json.dumps(result.errors)
     blob += repr(provider) + "".join(f.read_text() for f in (tmp_path / "k").rglob("*.json"))
     assert SECRET not in blob
     assert server.requests[0]["headers"].get("authorization") == f"Bearer {SECRET}"  # sent only to the server
@@ -244,7 +245,7 @@ def test_batch_keeps_other_queries_when_one_fails():
     class FailOne(Oracle):
         name = "scripted"
 
-        def rank(self, q, ps):
+        def rank(self, q, ps, *, trace=None):
             if q == "explode":
                 raise ProviderError("openai: gave up after 2 attempts: HTTP 500 server error")
             return super().rank(q, ps)
@@ -261,7 +262,7 @@ def test_batch_keeps_other_queries_when_one_fails():
         result = rerank_candidates(cands, "rankgpt", FailOne(), concurrency=concurrency)
         assert set(result.errors) == {"q2"} and "HTTP 500" in result.errors["q2"]
         assert result.run.qids == ["q0", "q1", "q3"]
-        assert result.usage["failed_queries"] == 1
+        assert result.usage.failed_queries == 1
 
 
 def test_batch_http_500_for_one_query(server, make_provider, sleeps):
@@ -291,8 +292,8 @@ def test_async_batch_matches_sync_and_runs_concurrently(make_provider):
         sync = rerank_candidates(cands, "tourrank", make_provider(base_url=srv.base_url), concurrency=1)
         asyn = rerank_candidates(cands, "tourrank", make_provider(base_url=srv.base_url), concurrency=8)
     assert {q: r.order for q, r in sync.results.items()} == {q: r.order for q, r in asyn.results.items()}
-    assert asyn.usage["calls"] == sync.usage["calls"] == 6 * estimate_calls("tourrank", 8)
-    assert asyn.usage["wall_s"] < sync.usage["wall_s"] / 2
+    assert asyn.usage.calls == sync.usage.calls == 6 * estimate_calls("tourrank", 8)
+    assert asyn.usage.wall_s < sync.usage.wall_s / 2
 
 
 def test_azure_endpoint_deployment_and_api_version(server, make_provider):

@@ -9,6 +9,7 @@ import pytest
 
 from core.rerank import (
     PAPER_STAGES,
+    BaseProvider,
     RerankConfigError,
     estimate_calls,
     parse_stages,
@@ -19,7 +20,7 @@ from core.rerank import (
 )
 
 
-class Scripted:
+class Scripted(BaseProvider):
     """Records every call (op, shown passage labels) and answers with a rule."""
 
     def __init__(self, rank=None, compare=None, select=None, grade=None):
@@ -29,19 +30,19 @@ class Scripted:
         self._select = select or (lambda shown, m: list(range(m)))
         self._grade = grade or (lambda p: 0)
 
-    def rank(self, query, passages):
+    def rank(self, query, passages, *, trace=None):
         self.calls.append(("rank", tuple(passages)))
         return self._rank(passages)
 
-    def compare(self, query, a, b):
+    def compare(self, query, a, b, *, trace=None):
         self.calls.append(("compare", a, b))
         return self._compare(a, b)
 
-    def select(self, query, passages, m):
+    def select(self, query, passages, m, *, trace=None):
         self.calls.append(("select", tuple(passages), m))
         return self._select(passages, m)
 
-    def grade(self, query, passage):
+    def grade(self, query, passage, *, trace=None):
         self.calls.append(("grade", passage))
         return self._grade(passage)
 
