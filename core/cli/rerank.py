@@ -25,6 +25,7 @@ if TYPE_CHECKING:  # annotations only: the rerank package is imported when the c
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``rerank`` options: candidates, strategy, provider, output."""
     # the choices come from the rerank package's tables (imported only for this subcommand)
     from core.rerank import PROVIDERS, STRATEGIES
 
@@ -97,6 +98,7 @@ def _candidates(args: argparse.Namespace) -> tuple[CandidateSet, Qrels | None]:
 
 
 def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
+    """The strategy parameters given on the command line (unset ones take the defaults)."""
     from core.rerank import parse_stages
 
     table = {
@@ -114,6 +116,7 @@ def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
 
 
 def _provider_kind(args: argparse.Namespace) -> str:
+    """``--provider``, or for ``auto``: openai when a base URL or an API key is set, else lexical."""
     if args.provider != "auto":
         return args.provider
     if args.base_url or os.environ.get("OPENAI_API_KEY") or os.environ.get("AZURE_OPENAI_API_KEY"):
@@ -172,6 +175,7 @@ USAGE_COLUMNS = (
 
 
 def run(args: argparse.Namespace) -> int:
+    """Estimate (``--dry-run``) or rerank and report; exit code 2 when every query of every strategy failed."""
     from core.rerank import STRATEGIES, Prices, ReplyCache, estimate, rerank_candidates
 
     cands, demo_qrels = _candidates(args)

@@ -73,6 +73,7 @@ def build(seed: int = SEED) -> tuple[CandidateSet, Qrels, Run]:
 
 
 def load() -> list[tuple[str, str, Any]]:
+    """The demo family's (kind, name, object) items: candidates, qrels, first-stage run."""
     cands, qrels, run = build()
     return [
         ("corpus", "Demo rerank corpus", cands),

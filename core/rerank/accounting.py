@@ -34,6 +34,7 @@ class Prices:
     output_per_1m: float = 0.0
 
     def cost(self, prompt_tokens: float, completion_tokens: float) -> float:
+        """``prompt / 1e6 * input_per_1m + completion / 1e6 * output_per_1m`` (USD)."""
         return prompt_tokens / 1e6 * self.input_per_1m + completion_tokens / 1e6 * self.output_per_1m
 
 

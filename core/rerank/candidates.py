@@ -15,6 +15,8 @@ from core.data import Run
 
 @dataclass(frozen=True)
 class QueryCandidates:
+    """One query: its text and candidates in first-stage order (docids, texts, optional scores)."""
+
     qid: str
     query: str
     docids: tuple[str, ...]
@@ -35,6 +37,7 @@ class CandidateSet:
 
     @property
     def n_queries(self) -> int:
+        """How many queries."""
         return len(self.queries)
 
     def __len__(self) -> int:
@@ -42,21 +45,26 @@ class CandidateSet:
 
     @property
     def qids(self) -> list[str]:
+        """Query ids in order."""
         return [q.qid for q in self.queries]
 
     def get(self, qid: str) -> QueryCandidates:
+        """The query ``qid`` (KeyError when absent)."""
         for q in self.queries:
             if q.qid == qid:
                 return q
         raise KeyError(qid)
 
     def sizes(self) -> list[int]:
+        """Candidates per query, in order."""
         return [len(q) for q in self.queries]
 
     def renamed(self, name: str) -> CandidateSet:
+        """The same queries under another name."""
         return CandidateSet(self.queries, name, self.source)
 
     def subset(self, qids: Iterable[str]) -> CandidateSet:
+        """Only the queries in ``qids`` (in this set's order)."""
         keep = set(qids)
         return CandidateSet(tuple(q for q in self.queries if q.qid in keep), self.name, self.source)
 

@@ -139,10 +139,12 @@ class LexicalProvider(BaseProvider):
 
     # ---- the four operations ----------------------------------------------------------------
     def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
+        """Score descending; equal scores keep the shown order."""
         s = self.scores(query, passages)
         return sorted(range(len(passages)), key=lambda i: (-s[i], i))
 
     def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
+        """The higher score; None on equal scores."""
         sa, sb = self.scores(query, [a, b])
         if sa > sb:
             return "A"
@@ -151,9 +153,11 @@ class LexicalProvider(BaseProvider):
         return None
 
     def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
+        """The first ``m`` of `rank`."""
         return self.rank(query, passages)[:m]
 
     def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
+        """``min(scale, floor((scale + 1) * s / max_s))``, 0 when either score is <= 0."""
         table = self._lookup(query, [passage]) or self._score(query, [passage])
         s, top = table[passage], max(table.values())
         if top <= 0 or s <= 0:

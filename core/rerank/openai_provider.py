@@ -200,6 +200,7 @@ class OpenAIProvider(BaseProvider):
 
     @property
     def has_key(self) -> bool:
+        """Whether a key (or the local-server placeholder) is set."""
         return bool(self.__key)
 
     def redact(self, text: str) -> str:
@@ -422,6 +423,7 @@ class OpenAIProvider(BaseProvider):
         raise error
 
     def _run(self, flow: Flow) -> Any:
+        """Drive ``flow`` with synchronous requests; its return value."""
         messages = next(flow)
         while True:
             try:
@@ -430,6 +432,7 @@ class OpenAIProvider(BaseProvider):
                 return stop.value
 
     async def _arun(self, flow: Flow) -> Any:
+        """Drive ``flow`` with async requests; its return value."""
         messages = next(flow)
         while True:
             reply = await self.acomplete(messages)
@@ -438,6 +441,7 @@ class OpenAIProvider(BaseProvider):
             except StopIteration as stop:
                 return stop.value
 
+    # the four operations, sync and async: each is `_flow` run on `complete` / `acomplete`
     def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
         return self._run(self._flow("rank", query, passages, None, trace))
 

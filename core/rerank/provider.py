@@ -52,25 +52,41 @@ class Provider(Protocol):
         """``text`` with any secret the provider holds (an API key) replaced."""
         ...
 
-    def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]: ...
+    def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
+        """A permutation of ``range(len(passages))``, most relevant first."""
+        ...
 
-    def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None: ...
+    def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
+        """``"A"`` when ``a`` is more relevant, ``"B"`` when ``b`` is, None when undecided."""
+        ...
 
-    def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]: ...
+    def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
+        """``m`` distinct indices into ``passages``, most relevant first."""
+        ...
 
-    def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int: ...
+    def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
+        """An integer grade in ``0..scale``."""
+        ...
 
 
 class AsyncProvider(Provider, Protocol):
     """A provider that can run many operations concurrently on one event loop."""
 
-    async def arank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]: ...
+    async def arank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
+        """Awaitable `Provider.rank`."""
+        ...
 
-    async def acompare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None: ...
+    async def acompare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
+        """Awaitable `Provider.compare`."""
+        ...
 
-    async def aselect(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]: ...
+    async def aselect(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
+        """Awaitable `Provider.select`."""
+        ...
 
-    async def agrade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int: ...
+    async def agrade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
+        """Awaitable `Provider.grade`."""
+        ...
 
     async def aclose(self) -> None:
         """Release the connections opened on the current event loop (end of a batch)."""
@@ -94,16 +110,20 @@ class BaseProvider(ABC):
         return text
 
     @abstractmethod
-    def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]: ...
+    def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
+        """See `Provider.rank`."""
 
     @abstractmethod
-    def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None: ...
+    def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
+        """See `Provider.compare`."""
 
     @abstractmethod
-    def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]: ...
+    def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
+        """See `Provider.select`."""
 
     @abstractmethod
-    def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int: ...
+    def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
+        """See `Provider.grade`."""
 
     async def arank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
         """Default: the synchronous `rank`, run in the event loop."""
