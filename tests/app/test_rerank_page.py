@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
+from core.rerank import PROVIDERS
 from tests.app.conftest import chart_titles, open_page
 
 PAGE = "pages/rerank.py"
@@ -20,6 +21,7 @@ _titles = chart_titles
 def test_estimate_then_run_rankgpt_on_demo(app):
     at = _open(app)
     assert at.title[0].value == "Rerank"
+    assert at.radio(key="rr_provider").options == [spec.label for spec in PROVIDERS.values()]  # the registry
     est = at.dataframe[0].value
     assert est["calls"].tolist() == [28]  # 14 demo queries x 2 windows (22-28 candidates, window 20)
     at.button(key="rr_run").click().run()
