@@ -5,6 +5,8 @@ parses the reply strictly (`core.rerank.parsing`), re-asks up to ``reasks`` time
 model what was wrong, then raises `InvalidOutputError` (the driver applies the fallback).
 Transport failures are retried per `RetryPolicy`; then `ProviderError`. Replies are cached on
 disk (`ReplyCache`) by provider, base URL, model, messages and parameters, never by key.
+Every reply (re-asks included, cache hits flagged) is recorded in the operation's `OpTrace`,
+which the driver passes as ``trace``.
 
 The API key is kept in a private attribute: it is not in ``repr``, cache keys, cached values,
 call logs or error messages (any occurrence in a server message is replaced by ``***``).
