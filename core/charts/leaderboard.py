@@ -47,8 +47,16 @@ def rating_intervals(table: pd.DataFrame, title: str = "Ratings with confidence 
 
 
 def _heatmap(
-    matrix: pd.DataFrame, title: str, fmt: str, colorscale, zmin=None, zmax=None, label: str = "value"
+    matrix: pd.DataFrame,
+    title: str,
+    fmt: str,
+    colorscale: str,
+    zmin: float | None = None,
+    zmax: float | None = None,
+    label: str = "value",
 ) -> go.Figure:
+    """Model x opponent heatmap of ``matrix`` (NaN cells blank), values printed with ``fmt``
+    up to 25 models."""
     z = matrix.to_numpy(dtype=float)
     text = np.where(np.isnan(z), "", np.vectorize(lambda v: format(v, fmt))(np.nan_to_num(z)))
     fig = go.Figure(

@@ -120,4 +120,5 @@ def true_ratings(seed: int = 7) -> dict[str, float]:
 
 
 def load() -> list[tuple[str, str, Votes]]:
+    """The demo datasets of the Leaderboard page as ``(kind, name, data)``."""
     return [("votes", "Demo arena votes", demo_votes())]
