@@ -100,10 +100,12 @@ class Leaderboard:
 
 
 def _empty(diags: list[Diagnostic], intervals: str, ci: float) -> Leaderboard:
+    """A leaderboard with no listed model: an empty table and the diagnostics saying why."""
     return Leaderboard(pd.DataFrame(columns=RANKED_COLUMNS), tuple(diags), intervals, ci)
 
 
 def _check_options(intervals: str, ci: float) -> None:
+    """Raise for an unknown interval method or a confidence level outside (0, 1)."""
     if intervals not in INTERVAL_METHODS:
         raise ValueError(f"unknown interval method {intervals!r}; expected sandwich, bootstrap or none")
     if not 0 < ci < 1:
@@ -111,6 +113,7 @@ def _check_options(intervals: str, ci: float) -> None:
 
 
 def _anchor_index(models: list[str], anchor: str | None, source: str | None) -> int | None:
+    """Index of the anchor model (None without one); a `DataError` naming the file if unknown."""
     if not anchor:
         return None
     if anchor not in models:
@@ -121,6 +124,7 @@ def _anchor_index(models: list[str], anchor: str | None, source: str | None) -> 
 
 
 def _fit(agg: Aggregated, plan: FitPlan, comp: np.ndarray, tol: float) -> Fit:
+    """The planned fit: `null_fit` when every vote is a tie, else `fit` with the plan's model and ridge."""
     return null_fit(agg, comp, plan.l2) if plan.all_ties else fit(agg, ties=plan.ties, l2=plan.l2, tol=tol, comp=comp)
 
 
