@@ -9,19 +9,31 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from core.data import Qrels, Run
+import core.fusion.engine as engine
+from core.data import DOC_KEYS, Qrels, Run
 from core.errors import DataWarning, RankLensError
 from core.fusion import (
+    METHOD_TABLE,
     METHODS,
+    NORMALISATIONS,
+    NORMS,
+    RANK_METHODS,
+    SCORE_METHODS,
     FusionError,
+    FusionParams,
     FusionReport,
     fuse,
+    fuse_with,
     normalise,
     provenance,
     provenance_wide,
+    provenance_with,
     sweep_k,
     sweep_weight,
 )
+from core.ties import query_frame
+from core.ties import ranked as ranked_view
+from tests.test_fusion_reference import reference_fuse
 
 
 def make_run(name: str, lists: dict[str, list[str]], scores: dict[str, list[float]] | None = None) -> Run:
@@ -41,7 +53,7 @@ def as_dict(run: Run) -> dict[str, dict[str, float]]:
 
 
 def ranked(run: Run, qid: str) -> list[str]:
-    return run.query(qid)["docid"].tolist()
+    return query_frame(run, qid)["docid"].tolist()
 
 
 @pytest.fixture
@@ -214,7 +226,7 @@ def test_exact_ties_whatever_the_input_order():
     c = make_run("c", {"q": ["z", "x", "y"]})
     scores = as_dict(fuse([a, b, c], "rrf", k=60))["q"]
     assert scores["x"] == scores["y"] == scores["z"]
-    assert fuse([a, b, c], "rrf").ranked.group_size.max() == 3
+    assert ranked_view(fuse([a, b, c], "rrf")).group_size.max() == 3
 
 
 def test_input_ties_broken_trec_style():
@@ -355,7 +367,7 @@ def test_every_method_runs_on_random_data():
     runs = random_runs(11, n_runs=3, n_queries=5)
     for method in METHODS:
         fused = fuse(runs, method, norm="minmax", depth=10, top_k=5)
-        assert fused.n_queries == 5 and fused.ranked.query_start[-1] == len(fused)
+        assert fused.n_queries == 5 and ranked_view(fused).query_start[-1] == len(fused)
         assert (fused.table["docid"].to_pandas().groupby(fused.table["qid"].to_pandas()).size() <= 5).all()
 
 
@@ -420,35 +432,89 @@ STREAMED_CASES = [
 ]
 
 
-@pytest.mark.parametrize("chunk", [1 << 20, 256])
+def in_file_order(run: Run) -> dict[str, dict[str, float]]:
+    """The run as {qid: {docid: score}}, each query's documents in file order."""
+    return as_dict(run)
+
+
+def assert_matches_reference(fused: Run, want: dict, parts: dict) -> None:
+    """Scores equal the literal reference's, and equal multisets of contributions give
+    exactly equal scores (real ties)."""
+    got = as_dict(fused)
+    assert got.keys() == want.keys()
+    for q in want:
+        assert got[q].keys() == want[q].keys(), q
+        for d, s in want[q].items():
+            assert math.isclose(got[q][d], s, rel_tol=1e-9, abs_tol=1e-12), (q, d, got[q][d], s)
+        for a in want[q]:
+            for b in want[q]:
+                if parts[q][a] == parts[q][b]:
+                    assert got[q][a] == got[q][b], (q, a, b)
+
+
+CONFIGS = ((None, "trec", None), (7, "trec", [1.0, 0.5, 2.0]), (None, "given", [0.2, 1.0, 0.0]))
+
+
 @pytest.mark.parametrize("numeric,uniform", [(True, False), (False, False), (True, True)])
 @pytest.mark.parametrize("method,norm", STREAMED_CASES)
-def test_streamed_fusion_equals_the_joined_path_exactly(monkeypatch, method, norm, numeric, uniform, chunk):
-    """`fuse`'s chunked hot path gives bit-for-bit the scores of the (query, docid) join that
-    provenance uses, for every streamed method, with ragged lists, missing queries, ties,
-    depth, weights, string docids and chunks of a few queries (in parallel)."""
-    import core.fusion as fusion
-
-    monkeypatch.setattr(fusion, "_CHUNK_ELEMENTS", chunk)
+def test_engine_matches_the_literal_reference_in_any_chunking(monkeypatch, method, norm, numeric, uniform):
+    """The chunked engine against the literal per-document reference, with ragged lists,
+    missing queries, ties, depth, weights, both input orders, string docids, and chunks of a
+    few queries (in parallel) giving bit-for-bit the scores of one chunk."""
     runs = ragged_runs(STREAMED_CASES.index((method, norm)) + 100 * numeric, numeric=numeric, uniform=uniform)
-    for depth, ties, weights in ((None, "trec", None), (7, "trec", [1.0, 0.5, 2.0]), (None, "given", [0.2, 1.0, 0.0])):
-        w = np.ones(3) if weights is None else np.array(weights)
-        inputs = fusion._setup(runs, depth, ties)
-        streamed = fusion._stream(inputs, method, 60, w, norm)
-        assert streamed is not None
-        j = fusion.join(runs, norm=norm, depth=depth, ties=ties)
-        joined = fusion._sorted_groups(j, fusion.score_joined(j, method, 60, w)[0])
-        got = {(int(q), int(d)): s for q, d, s in zip(streamed.gq, streamed.gdoc, streamed.score, strict=False)}
-        want = {(int(q), int(d)): s for q, d, s in zip(joined.gq, joined.gdoc, joined.score, strict=False)}
-        assert got == want, (method, norm, depth, ties)
+    for depth, ties, weights in CONFIGS:
+        kwargs = dict(norm=norm, depth=depth, ties=ties, weights=weights, warn=False)
+        fused = fuse(runs, method, **kwargs)
+        w = [1.0] * 3 if weights is None else weights
+        want, parts = reference_fuse([in_file_order(r) for r in runs], method, 60, w, norm, depth, order=ties)
+        assert_matches_reference(fused, want, parts)
         # grouped by query, score descending within each query
-        assert (np.diff(streamed.gq) >= 0).all()
-        same = np.diff(streamed.gq) == 0
-        assert (np.diff(streamed.score)[same] <= 0).all()
-        fused = fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights, warn=False)
-        assert as_dict(fused) == as_dict(
-            fuse(runs, method, norm=norm, depth=depth, ties=ties, weights=weights, warn=False, top_k=10_000)
-        )
+        codes, scores = fused.qid_codes, fused.scores
+        assert (np.diff(codes) >= 0).all()
+        assert (np.diff(scores)[np.diff(codes) == 0] <= 0).all()
+        assert as_dict(fused) == as_dict(fuse(runs, method, top_k=10_000, **kwargs))
+        monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 256)
+        assert as_dict(fuse(runs, method, **kwargs)) == as_dict(fused), (method, norm, depth, ties)
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("method,norm", STREAMED_CASES)
+def test_provenance_comes_from_the_same_engine(monkeypatch, method, norm):
+    """Provenance's fused scores are `fuse`'s, bit for bit, for every query (chunked too),
+    and every document's shares sum to its fused score."""
+    monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 256)
+    runs = ragged_runs(7 + STREAMED_CASES.index((method, norm)), numeric=False)
+    for depth, ties, weights in CONFIGS:
+        kwargs = dict(norm=norm, depth=depth, ties=ties, weights=weights)
+        fused = as_dict(fuse(runs, method, warn=False, **kwargs))
+        long = provenance(runs, method, **kwargs)
+        first = long.drop_duplicates(["qid", "docid"])
+        got = {(q, d): s for q, d, s in zip(first.qid, first.docid, first.fused_score, strict=True)}
+        assert got == {(q, d): s for q, docs in fused.items() for d, s in docs.items()}
+        sums = long.groupby(["qid", "docid"])["contribution"].sum()
+        scores = long.groupby(["qid", "docid"])["fused_score"].first()
+        np.testing.assert_allclose(sums[scores.index], scores, rtol=1e-9, atol=1e-9, err_msg=method)
+        assert (long.groupby(["qid", "docid"]).size() == 3).all()
+
+
+def test_wide_integer_docids_are_renumbered_not_sent_elsewhere():
+    """18-digit docids leave no room next to the engine's low bits: they are renumbered
+    densely and fused like any other docids (same scores as the same runs with string ids),
+    and the fused run knows their exact keys."""
+    runs = ragged_runs(4, numeric=True)
+    wide = [Run.from_frame(r.to_frame().assign(docid=lambda f: "9" * 14 + f["docid"]), r.name) for r in runs]
+    named = [Run.from_frame(r.to_frame().assign(docid=lambda f: "d" + f["docid"]), r.name) for r in runs]
+    assert all(r.doc_keys[1] for r in wide) and not any(r.doc_keys[1] for r in named)
+    for method, norm in (("rrf", None), ("borda", None), ("combmnz", "minmax"), ("combmed", "zscore")):
+        a = fuse(wide, method, norm=norm, warn=False)
+        b = fuse(named, method, norm=norm, warn=False)
+        strip = {q: {d[14:]: s for d, s in docs.items()} for q, docs in as_dict(a).items()}
+        assert strip == {q: {d[1:]: s for d, s in docs.items()} for q, docs in as_dict(b).items()}
+        fresh = Run(name=a.name, table=pa_table(a))
+        np.testing.assert_array_equal(a.doc_keys[0], fresh.doc_keys[0])
+        assert a.doc_keys[1] and fresh.doc_keys[1]
+    prov = provenance(wide, "rrf", qids=["q3"])
+    assert prov["docid"].str.len().eq(18).all() and set(prov["qid"]) == {"q3"}
 
 
 def test_fused_run_caches_match_a_fresh_run():
@@ -507,6 +573,48 @@ def test_docid_hash_collisions_never_merge_documents():
     for r in runs:
         keys, exact = r.doc_keys
         assert not exact
-        r.__dict__["doc_keys"] = (np.zeros_like(keys), False)  # every docid "collides"
+        r.derived.seed(DOC_KEYS, (np.zeros_like(keys), False))  # every docid "collides"
     got = as_dict(fuse(runs, "rrf", warn=False))
     assert got == want
+
+
+# ---------------------------------------------------------------------------------------
+# The tables and the parameters
+# ---------------------------------------------------------------------------------------
+def test_method_and_normalisation_tables():
+    """Every method and normalisation is one record with its formula and citation; the name
+    tuples are read from the tables, in the order the CLI and the page list them."""
+    assert METHODS == RANK_METHODS + SCORE_METHODS == tuple(METHOD_TABLE)
+    assert RANK_METHODS == ("rrf", "isr", "borda")
+    assert NORMS == tuple(NORMALISATIONS) == ("minmax", "zscore", "sum", "max", "rank")
+    for spec in [*METHOD_TABLE.values(), *NORMALISATIONS.values()]:
+        assert spec.formula and spec.citation, spec.name
+    for name, spec in METHOD_TABLE.items():
+        assert (spec.rank_term is not None) == (name in RANK_METHODS)
+    with pytest.raises(FusionError, match="rank_term"):
+        type(METHOD_TABLE["rrf"])("bad", "rank", "f", "c")
+    with pytest.raises(FusionError, match="unknown normalisation"):
+        normalise(np.ones(2), None, np.array([2]), "l2")
+
+
+def test_params_validate_once_and_drive_every_entry_point(classic):
+    params = FusionParams(" RRF ", k=10, weights=[2, 1, 0], depth=2)
+    assert params.method == "rrf" and params.weights == (2.0, 1.0, 0.0)
+    assert params.spec is METHOD_TABLE["rrf"] and params.used_norm is None
+    assert FusionParams("combsum", norm="minmax").used_norm == "minmax"
+    np.testing.assert_array_equal(params.weight_vector(3), [2.0, 1.0, 0.0])
+    np.testing.assert_array_equal(FusionParams().weight_vector(4), np.ones(4))
+    with pytest.raises(FusionError, match="2 weights for 3 runs"):
+        FusionParams(weights=[1, 1]).weight_vector(3)
+    with pytest.raises(FusionError, match="k > 0"):
+        FusionParams(k=0)
+    with pytest.raises(FusionError, match="flat list"):
+        FusionParams(weights=[[1.0, 2.0]])
+    assert FusionParams("isr", k=0).k == 0  # k is RRF's only
+    kwargs = dict(method="rrf", k=10, weights=[2, 1, 0], depth=2)
+    assert as_dict(fuse_with(classic, params)) == as_dict(fuse(classic, **kwargs))
+    pd.testing.assert_frame_equal(provenance_with(classic, params), provenance(classic, **kwargs))
+    report = fuse_with(classic, params).meta["fusion"]
+    assert (report.method, report.k, report.weights, report.depth) == ("rrf", 10.0, [2.0, 1.0, 0.0], 2)
+    with pytest.warns(DataWarning, match="lacks"):
+        fuse_with([make_run("a", {"q1": ["x"]}), make_run("b", {"q2": ["y"]})], FusionParams())

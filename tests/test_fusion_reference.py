@@ -54,19 +54,23 @@ def reference_fuse(
     weights: list[float],
     norm: str | None,
     depth: int | None,
+    order: str = "trec",
 ) -> tuple[dict[str, dict[str, float]], dict[str, dict[str, tuple]]]:
-    """(fused score, multiset of its contributions) per query and document."""
+    """(fused score, multiset of its contributions) per query and document. Input ranks
+    follow ``order``: ``trec``, or ``given`` (each query's documents in dictionary order,
+    i.e. the file's row order)."""
     queries = sorted({q for run in runs for q in run})
     out: dict[str, dict[str, float]] = {}
     parts: dict[str, dict[str, tuple]] = {}
     for q in queries:
         ranks, values, lengths = [], [], []
         for run in runs:
-            order = trec_order(run.get(q, {}))[:depth]
-            lengths.append(len(order))
-            ranks.append({d: r + 1 for r, d in enumerate(order)})
-            vals = normalised([run[q][d] for d in order], norm if method not in ("rrf", "isr", "borda") else None)
-            values.append(dict(zip(order, vals, strict=False)))
+            scored = run.get(q, {})
+            listed = (trec_order(scored) if order == "trec" else list(scored))[:depth]
+            lengths.append(len(listed))
+            ranks.append({d: r + 1 for r, d in enumerate(listed)})
+            vals = normalised([scored[d] for d in listed], norm if method not in ("rrf", "isr", "borda") else None)
+            values.append(dict(zip(listed, vals, strict=False)))
         docs = {d for rk in ranks for d in rk}
         n_cand = len(docs)
         out[q], parts[q] = {}, {}
