@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from core.cli import read_named_runs
-from core.fusion import INPUT_ORDERS, METHODS, NORMS, FusionError, fuse
+from core.fusion import INPUT_ORDERS, METHODS, NORMS, FusionError, FusionParams, fuse_with
 from core.io import write_trec_run
 
 
@@ -43,17 +43,16 @@ def run(args: argparse.Namespace) -> int:
     runs = read_named_runs(args.runs)
     if len(runs) < 2:
         raise FusionError(f"fusion needs at least two runs, got {len(runs)} in {', '.join(args.runs)}")
-    fused = fuse(
-        runs,
+    params = FusionParams(
         args.method,
         k=args.k,
-        weights=args.weights,
+        weights=None if args.weights is None else tuple(args.weights),
         norm=args.norm,
         depth=args.depth,
         top_k=args.top_k,
         ties=args.ties,
-        warn=False,
-    )  # the report's notes are printed below
+    )
+    fused = fuse_with(runs, params, warn=False)  # the report's notes are printed below
     for note in fused.meta["fusion"].notes:
         print(f"warning: {note}", file=sys.stderr)
     tag = args.tag or args.method
