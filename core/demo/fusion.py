@@ -44,6 +44,7 @@ def generate_fusion(seed: int = SEED) -> tuple[Qrels, list[Run]]:
     for name, (signal, noise, blind, style) in RETRIEVERS.items():
         latent = signal * grades + rng.normal(0.0, noise, size=grades.shape)
         latent -= 2.5 * (rng.random(grades.shape) < blind)
+        scores: np.ndarray
         if style == "cosine":
             scores = np.round(0.55 + 0.08 * latent, 6)
         elif style == "bm25":
