@@ -98,7 +98,9 @@ def child(kind: str, method: str, norm: str | None, paths: list[str]) -> dict:
         }
     from core.fusion import fuse
     from core.io import read_runs
+    from core.runtime import tune_process
 
+    tune_process()  # as the CLI and the app do: jemalloc for Arrow, glibc keeps freed blocks
     t0 = time.perf_counter()
     runs = [read_runs(p)[0] for p in paths]
     t1 = time.perf_counter()
