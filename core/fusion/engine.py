@@ -186,6 +186,24 @@ class _SlotDetail:
         self.score = np.zeros(size)
         self.value = np.zeros(size)
 
+    def put(self, place: _Placement, i: int, rank: np.ndarray, score: np.ndarray, value: np.ndarray) -> None:
+        """Record input ``i``'s rows at their slots."""
+        place.put(self.input, np.full(len(score), i, dtype=np.int16))
+        place.put(self.rank, rank)
+        place.put(self.score, score)
+        place.put(self.value, value)
+
+
+@dataclass(frozen=True)
+class _Packed:
+    """A chunk's packed (queries x width) matrix and its per-slot arrays: rank codes
+    (slot-coded rank methods), fixed-point or float terms (score methods), `_SlotDetail`."""
+
+    matrix: np.ndarray
+    slot_code: np.ndarray | None
+    contrib: np.ndarray | None
+    facts: _SlotDetail | None
+
 
 @dataclass(frozen=True)
 class _ChunkResult:
@@ -252,28 +270,23 @@ class _Engine:
         n_q = self.lengths.shape[1]
         return [(qa, min(n_q, qa + self.step)) for qa in range(0, n_q, self.step)]
 
-    def chunk(self, qa: int, qb: int) -> _ChunkResult:
-        """Fused (query code, doc key, score) rows of queries ``qa..qb-1``, each query's rows by
-        fused score, descending (and their members when ``detail``)."""
-        spec, detail = self.spec, self.detail
+    def _pack(self, qa: int, qb: int, wc: int, shift: np.uint64) -> _Packed:
+        """The chunk's matrix: row ``q - qa`` holds query q's rows of every input, each as
+        ``doc key << shift | low`` (unused cells: the largest key), plus the per-slot arrays."""
+        spec, coded = self.spec, self.coded
         nc = qb - qa
-        widths = self.per_q[qa:qb]
-        wc = int(widths.max())
         size = nc * wc
-        coded = self.coded
-        cbits = max(int(len(self.code_input) if coded else size).bit_length(), 1)
-        shift = np.uint64(cbits)
-        low_mask = np.uint64((1 << cbits) - 1)
+        widths = self.per_q[qa:qb]
         packed = np.empty((nc, wc), dtype=np.uint64)
-        ragged = bool((widths != wc).any())
-        if ragged:
+        if bool((widths != wc).any()):
             packed.fill(_SENTINEL)
         # per-slot arrays (slot-coded chunks): rank codes of rank methods, terms of score methods
         slot_code = np.zeros(size, dtype=np.int64) if spec.rank_term is not None and not coded else None
         contrib = None
         if spec.rank_term is None and self.need_values:
             contrib = np.zeros(size, dtype=np.int64 if self.quantum is not None else np.float64)
-        facts = _SlotDetail(size) if detail else None
+        facts = _SlotDetail(size) if self.detail else None
+        needs_rank = spec.rank_term is not None or self.norm_uses_rank or self.detail
         for i, p in enumerate(self.preps):
             blocks = self.block_of[i][qa:qb]
             present = np.flatnonzero(blocks >= 0)
@@ -282,7 +295,6 @@ class _Engine:
             rows, lens = _block_rows(p, blocks[present])
             keys = self.keys[i][rows].view(np.uint64)
             place = _Placement.of(present, lens, self.col_off[i, qa + present], nc, wc)
-            needs_rank = spec.rank_term is not None or self.norm_uses_rank or detail
             rank = p.rank_in(rows, lens) if needs_rank else None
             if coded:
                 assert rank is not None
@@ -297,17 +309,27 @@ class _Engine:
                     value = normalise(score, rank, lens, self.norm)
                     if contrib is not None:
                         term = float(self.w[i]) * value
-                        place.put(
-                            contrib, term if self.quantum is None else np.rint(term / self.quantum).astype(np.int64)
-                        )
+                        fixed = term if self.quantum is None else np.rint(term / self.quantum).astype(np.int64)
+                        place.put(contrib, fixed)
                     if facts is not None:
                         assert rank is not None
-                        place.put(facts.input, np.full(len(score), i, dtype=np.int16))
-                        place.put(facts.rank, rank)
-                        place.put(facts.score, score)
-                        place.put(facts.value, value)
+                        facts.put(place, i, rank, score, value)
             place.pack(packed, keys, shift, low)
+        return _Packed(packed, slot_code, contrib, facts)
+
+    def chunk(self, qa: int, qb: int) -> _ChunkResult:
+        """Fused (query code, doc key, score) rows of queries ``qa..qb-1``, each query's rows by
+        fused score, descending (and their members when ``detail``)."""
+        nc = qb - qa
+        widths = self.per_q[qa:qb]
+        wc = int(widths.max())
+        cbits = max(int(len(self.code_input) if self.coded else nc * wc).bit_length(), 1)
+        shift = np.uint64(cbits)
+        low_mask = np.uint64((1 << cbits) - 1)
+        chunk = self._pack(qa, qb, wc, shift)
+        packed = chunk.matrix
         packed.sort(axis=1)
+        ragged = bool((widths != wc).any())
         flat = packed[np.arange(wc)[None, :] < widths[:, None]] if ragged else packed.ravel()
         n = len(flat)
         doc = flat >> shift
@@ -319,17 +341,15 @@ class _Engine:
         new[row_first] = True
         starts = np.flatnonzero(new)
         low = slot = (flat & low_mask).view(np.int64)
-        if slot_code is not None:
-            low = slot_code[slot]
+        if chunk.slot_code is not None:
+            low = chunk.slot_code[slot]
         group_first = np.searchsorted(starts, row_first)
         per_row = np.diff(np.append(group_first, len(starts)))  # documents per query
         counts = np.diff(np.append(starts, n))  # inputs per document
-        fused = self._reduce(qa, qb, low, contrib, widths, per_row, starts, counts)
+        fused = self._reduce(qa, qb, low, chunk.contrib, widths, per_row, starts, counts)
         order = _descending_within(fused, group_first, per_row)
         gq = np.repeat(np.arange(qa, qb, dtype=np.int32), per_row)
-        members = None
-        if facts is not None:
-            members = _members(facts, slot, order, counts)
+        members = None if chunk.facts is None else _members(chunk.facts, slot, order, counts)
         return _ChunkResult(gq, doc[starts].view(np.int64)[order], fused[order], members)
 
     def _reduce(
