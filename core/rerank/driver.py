@@ -163,7 +163,8 @@ async def _call_async(
 @dataclass
 class QueryResult:
     """Final order (0-based indices into the given passages), scores per passage (grades for
-    pointwise, else None), strategy extras and the bookkeeping of this query."""
+    pointwise, else None), strategy extras and the bookkeeping of this query (a query that
+    fails raises instead; the batch runner keeps its error)."""
 
     qid: str
     order: list[int]
@@ -174,7 +175,6 @@ class QueryResult:
     truncated: int
     latency_ms: float
     records: list[CallRecord]
-    error: str | None = None
 
 
 def prepare_texts(texts: list[str], max_chars: int | None, strict: bool, qid: str = "") -> tuple[list[str], int]:
