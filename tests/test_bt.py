@@ -391,8 +391,14 @@ def test_plan_fit_states_every_change_to_the_request():
     und = _votes([("a", "b", "a"), ("b", "c", "b"), ("a", "c", "a"), ("b", "c", "tie")])
     agg = bt.aggregate(und)
     comp = bt.components(agg)
-    auto = bt.plan_fit(agg, comp, agg.model_counts(), ties="half", l2=0.0)
+    auto = bt.plan_fit(agg, comp, agg.model_counts(), ties="half", l2="auto")
     assert auto.l2 == bt.AUTO_L2 and [d.code for d in auto.diagnostics] == ["unbounded"]
+    assert auto.penalty == "L2 0.01 (auto: no finite maximum-likelihood ratings)" and not auto.restricted
+    assert auto.data is agg and auto.groups is comp  # the ridge fits every vote
+    none = bt.plan_fit(agg, comp, agg.model_counts(), ties="half", l2=0.0)
+    assert none.l2 == 0.0 and none.restricted and none.penalty == "none (l2 = 0)"
+    assert [d.code for d in none.diagnostics] == ["unbounded"] and "a +inf" in none.diagnostics[0].message
+    assert none.data.pairs.tolist() == [[1, 2]]  # only the votes within the strongly connected b, c
     kept = bt.plan_fit(agg, comp, agg.model_counts(), ties="half", l2=0.5)
     assert kept.l2 == 0.5 and "(0.5)" in kept.diagnostics[0].message
     decisive = bt.aggregate(_votes([("a", "b", "a"), ("b", "a", "a"), ("a", "b", "b")]))
@@ -426,3 +432,92 @@ def test_rating_scale_is_fastchat_scale_with_anchor_shift():
     pinned = bt.RatingScale(anchor=1, anchor_rating=1114.0).ratings(s, comp)
     assert pinned[0, 1] == 1114.0 and pinned[0, 0] - pinned[0, 1] == pytest.approx(FACTOR)
     np.testing.assert_array_equal(pinned[0, 2:], bt.to_ratings(s)[0, 2:])  # other component untouched
+
+
+# ---- the L2 option: "auto" (default), a ridge, or 0 = no penalty -------------------------------
+def test_parse_l2():
+    assert bt.parse_l2("auto") == "auto" and bt.parse_l2(" AUTO ") == "auto"
+    assert bt.parse_l2("0") == 0.0 and bt.parse_l2(0.25) == 0.25 and bt.parse_l2("1e-3") == 0.001
+    for bad in ("-1", "nan", "inf", "ridge"):
+        with pytest.raises(DataError, match="L2 penalty"):
+            bt.parse_l2(bad)
+    with pytest.raises(DataError):
+        bt.leaderboard(_votes([("a", "b", "a"), ("b", "a", "a")]), l2=-0.5)
+
+
+def test_no_penalty_equals_auto_when_the_mle_exists():
+    votes = _random_votes(11, m=7, n=1500)
+    auto = bt.leaderboard(votes, intervals="sandwich")
+    none = bt.leaderboard(votes, intervals="sandwich", l2=0)
+    pd.testing.assert_frame_equal(auto.table, none.table, check_exact=True)
+    assert auto.summary.penalty == "none (auto: the maximum-likelihood ratings exist)"
+    assert none.summary.penalty == "none (l2 = 0)" and none.summary.l2 == 0.0 and none.not_estimable() == {}
+    ridge = bt.leaderboard(votes, intervals="none", l2=0.3)
+    assert ridge.summary.penalty == "L2 0.3 (given)" and ridge.summary.requested_l2 == 0.3
+
+
+# b and c beat each other (their gap is estimable); x beat b, c beat y, z beat y
+LOOSE = [("b", "c", "model_a"), ("c", "b", "model_a"), ("b", "c", "model_a"), ("x", "b", "model_a")]
+LOOSE += [("c", "y", "model_a"), ("z", "y", "model_a")]
+
+
+def test_identify_reference_group_above_below_apart():
+    agg = bt.aggregate(_votes(LOOSE))
+    comp = bt.components(agg)
+    ident = bt.identify(agg, comp, agg.model_counts()["votes"].to_numpy())
+    side = dict(zip(agg.models, ident.side.tolist(), strict=True))
+    assert side == {"b": 0, "c": 0, "x": 1, "y": -1, "z": 2}
+    assert ident.group[agg.models.index("b")] == ident.group[agg.models.index("c")]
+    assert not bt.mle_exists(agg, comp) and len(set(bt.strong_components(agg).tolist())) == 4
+    # a pure order (no strongly connected pair): the reference is the model with most votes
+    chain = bt.aggregate(_votes([("p", "q", "model_a"), ("q", "r", "model_a"), ("q", "s", "model_a")]))
+    ident = bt.identify(chain, bt.components(chain), chain.model_counts()["votes"].to_numpy())
+    assert dict(zip(chain.models, ident.side.tolist(), strict=True)) == {"p": 1, "q": 0, "r": -1, "s": -1}
+
+
+def test_no_penalty_reports_unidentified_ratings_as_unbounded():
+    votes = _votes(LOOSE)
+    for intervals in ("sandwich", "bootstrap", "none"):
+        lb = bt.leaderboard(votes, l2=0, intervals=intervals, bootstrap_rounds=40)
+        t = lb.table.set_index("model")
+        assert t.loc["x", "rating"] == np.inf and t.loc["y", "rating"] == -np.inf and np.isnan(t.loc["z", "rating"])
+        assert t.loc[["x", "y", "z"], ["ci_low", "ci_high"]].isna().all().all()
+        assert t.loc["b", "rating"] - t.loc["c", "rating"] == pytest.approx(FACTOR * math.log(2))  # 2 wins to 1
+        assert t.loc[["b", "c"], "rating"].mean() == pytest.approx(1000.0)  # the reference group is centred
+        assert lb.table.model.tolist() == ["x", "b", "c", "y", "z"]
+        assert t["rank"].to_dict() == {"x": 1, "b": 2, "c": 3, "y": 4, "z": 4}
+        assert t.loc["z", "rank_ub"] == 1 and t.loc["y", "rank_ub"] == 4
+        assert lb.not_estimable() == {"x": "+inf", "y": "-inf", "z": "NaN"}
+        diag = next(d for d in lb.diagnostics if d.code == "unbounded")
+        assert set(diag.models) == {"x", "y", "z"} and "x +inf, y -inf, z NaN" in diag.message
+        assert lb.summary.penalty == "none (l2 = 0)" and lb.summary.n_components == 1
+        rows = {r.model: r for r in lb.rows()}
+        assert rows["x"].rating is None and rows["y"].ci_low is None and rows["b"].rating is not None
+    assert np.isnan(lb.predicted.loc["x", "b"])  # not estimable across strongly connected groups
+    # the reference group is fitted exactly as its own votes alone would be
+    alone = bt.leaderboard(_votes(LOOSE[:3]), intervals="sandwich")
+    lb = bt.leaderboard(votes, l2=0, intervals="sandwich")
+    pd.testing.assert_series_equal(lb.ratings[["b", "c"]], alone.ratings[["b", "c"]], check_exact=False, atol=1e-9)
+    t = lb.table.set_index("model")
+    np.testing.assert_allclose(t.loc[["b", "c"], "ci_low"], alone.table.set_index("model").loc[["b", "c"], "ci_low"])
+    assert bt.leaderboard(votes, l2=0, anchor="b", anchor_rating=1114, intervals="none").ratings["b"] == 1114.0
+    with pytest.raises(DataError, match="anchor model 'x' has no finite rating"):
+        bt.leaderboard(votes, l2=0, anchor="x")
+
+
+def test_no_penalty_without_any_estimable_difference():
+    votes = _votes([("p", "q", "model_a"), ("q", "r", "model_a"), ("q", "s", "model_a")])
+    lb = bt.leaderboard(votes, l2=0, intervals="sandwich", ties="davidson")
+    assert lb.ratings.to_dict() == {"p": np.inf, "q": 1000.0, "r": -np.inf, "s": -np.inf}
+    assert "davidson_fallback" in _codes(lb) and lb.summary.iterations == 0
+
+
+def test_rating_scale_options_and_checks():
+    votes = _votes(LOOSE[:3])
+    natural = bt.leaderboard(votes, scale=1.0, base=math.e, init=0.0, intervals="none").ratings
+    assert natural["b"] - natural["c"] == pytest.approx(math.log(2)) and natural.sum() == pytest.approx(0.0)
+    elo = bt.leaderboard(votes, scale=173.72, base=math.e, init=1500.0, intervals="none").ratings
+    assert elo["b"] - elo["c"] == pytest.approx(173.72 * math.log(2)) and elo.mean() == pytest.approx(1500.0)
+    for kw in ({"scale": 0.0}, {"scale": -400.0}, {"base": 1.0}, {"base": -10.0}, {"init": math.inf}):
+        with pytest.raises(DataError, match=r"rating|initial"):
+            bt.leaderboard(votes, **kw)

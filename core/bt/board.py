@@ -3,7 +3,8 @@
 A thin composition of the pure steps of this package, in FastChat's rating_systems order:
 aggregate (`counts`), decide what to fit (`diagnostics.plan_fit`), fit (`fitting`), intervals
 (`intervals`), list and rank (`diagnostics.listing`, `tables`). Degenerate data never raises:
-it is reported in ``diagnostics``; bad options and an unknown anchor do raise.
+it is reported in ``diagnostics``; bad options, an unknown anchor and an anchor whose rating
+is not estimable (``l2=0`` without a finite MLE) do raise.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from core.bt.diagnostics import (
     PROVISIONAL_VOTES,
     Diagnostic,
     FitPlan,
+    L2Option,
     bootstrap_unbounded,
     disconnected,
     listing,
@@ -30,8 +32,8 @@ from core.bt.diagnostics import (
     plan_fit,
 )
 from core.bt.fitting import TOL, Fit, fit, null_fit
-from core.bt.graph import components
-from core.bt.intervals import INTERVAL_METHODS, Estimates, estimate
+from core.bt.graph import ABOVE, BELOW, REFERENCE, components
+from core.bt.intervals import INTERVAL_METHODS, Estimates, estimate, unidentified
 from core.bt.scale import RatingScale
 from core.bt.tables import RANKED_COLUMNS, LeaderboardRow, matrices, ranked_table, table_rows
 from core.data import Votes
@@ -41,8 +43,9 @@ from core.errors import DataError
 @dataclass(frozen=True)
 class FitSummary:
     """Facts about the fit behind a leaderboard: Newton iterations and final gradient norm,
-    the ridge and tie model actually used, votes, models, components, the weighted tie share
-    and, under Davidson, ``nu = e^theta`` (None otherwise)."""
+    the ridge and tie model actually used, votes, models, components, the weighted tie share,
+    under Davidson ``nu = e^theta`` (None otherwise), the L2 option asked for and the
+    penalty used in words (`FitPlan.penalty`)."""
 
     iterations: int
     grad_norm: float
@@ -53,6 +56,8 @@ class FitSummary:
     n_components: int
     tie_share: float
     davidson_nu: float | None = None
+    requested_l2: L2Option = "auto"
+    penalty: str = "none (auto: the maximum-likelihood ratings exist)"
 
 
 @dataclass(frozen=True)
@@ -64,8 +69,10 @@ class Leaderboard:
     ``intervals`` and ``ci`` are the interval method and level asked for; ``estimates``
     holds the ratings and intervals of every fitted model (bootstrap rounds and time
     included), ``samples`` the bootstrap ratings of the listed models (rounds x models, in
-    table order). ``summary`` and ``fit`` describe the fit; both are None, like ``estimates``
-    and the matrices, when nothing could be rated (see ``diagnostics``).
+    table order). ``summary``, ``fit`` and ``plan`` describe the fit; they are None, like
+    ``estimates`` and the matrices, when nothing could be rated (see ``diagnostics``). With
+    ``l2=0`` and no finite MLE the models outside their component's reference group have
+    rating +inf / -inf / NaN and NaN bounds (`not_estimable`).
     """
 
     table: pd.DataFrame
@@ -79,6 +86,7 @@ class Leaderboard:
     fit: Fit | None = None
     summary: FitSummary | None = None
     estimates: Estimates | None = None
+    plan: FitPlan | None = None
 
     @property
     def ok(self) -> bool:
@@ -89,6 +97,16 @@ class Leaderboard:
     def ratings(self) -> pd.Series:
         """Rating per listed model."""
         return self.table.set_index("model")["rating"] if len(self.table) else pd.Series(dtype=float)
+
+    def not_estimable(self) -> dict[str, str]:
+        """Models whose rating the votes do not identify (only with ``l2=0`` and no finite MLE):
+        ``"+inf"`` (above the reference group), ``"-inf"`` (below it) or ``"NaN"``."""
+        if self.plan is None or not self.plan.restricted or self.plan.identification is None:
+            return {}
+        side = self.plan.identification.side
+        label = {ABOVE: "+inf", BELOW: "-inf"}
+        models = self.plan.data.models
+        return {models[k]: label.get(int(side[k]), "NaN") for k in np.flatnonzero(side != REFERENCE)}
 
     def rows(self) -> list[LeaderboardRow]:
         """The listed models as typed rows, in table order."""
@@ -112,6 +130,18 @@ def _check_options(intervals: str, ci: float) -> None:
         raise DataError(f"confidence level {ci!r} must be between 0 and 1", expected="e.g. 0.95")
 
 
+def _check_anchor_estimable(plan: FitPlan, anchor: int | None) -> None:
+    """Raise `DataError` when the anchor's rating is not estimable (``l2=0``, no finite MLE)."""
+    ident = plan.identification
+    if anchor is None or not plan.restricted or ident is None or ident.side[anchor] == REFERENCE:
+        return
+    name = plan.data.models[anchor]
+    raise DataError(
+        f"anchor model {name!r} has no finite rating without a penalty (l2 = 0): no maximum-likelihood rating exists",
+        expected="an anchor in the largest strongly connected group, or l2 'auto' / a positive penalty",
+    )
+
+
 def _anchor_index(models: list[str], anchor: str | None, source: str | None) -> int | None:
     """Index of the anchor model (None without one); a `DataError` naming the file if unknown."""
     if not anchor:
@@ -123,13 +153,19 @@ def _anchor_index(models: list[str], anchor: str | None, source: str | None) -> 
     return models.index(anchor)
 
 
-def _fit(agg: Aggregated, plan: FitPlan, comp: np.ndarray, tol: float) -> Fit:
-    """The planned fit: `null_fit` when every vote is a tie, else `fit` with the plan's model and ridge."""
-    return null_fit(agg, comp, plan.l2) if plan.all_ties else fit(agg, ties=plan.ties, l2=plan.l2, tol=tol, comp=comp)
+def _fit(plan: FitPlan, tol: float) -> Fit:
+    """The planned fit of ``plan.data`` in gauge groups ``plan.groups``: `null_fit` when no
+    fitted vote is decisive, else `fit` with the plan's model and ridge."""
+    data, groups = plan.data, plan.groups
+    if plan.all_ties:
+        return null_fit(data, groups, plan.l2)
+    return fit(data, ties=plan.ties, l2=plan.l2, tol=tol, comp=groups)
 
 
-def summarize(agg: Aggregated, f: Fit, plan: FitPlan) -> FitSummary:
-    """The `FitSummary` of fit ``f`` of ``agg`` under ``plan``."""
+def summarize(agg: Aggregated, f: Fit, plan: FitPlan, comp: np.ndarray | None = None) -> FitSummary:
+    """The `FitSummary` of fit ``f`` of ``agg`` under ``plan``; ``comp`` are the components
+    of ``agg`` (default: the fit's gauge groups, the same unless ``plan.restricted``)."""
+    comp = f.components if comp is None else comp
     return FitSummary(
         iterations=f.iterations,
         grad_norm=f.grad_norm,
@@ -137,9 +173,11 @@ def summarize(agg: Aggregated, f: Fit, plan: FitPlan) -> FitSummary:
         ties=plan.ties,
         n_votes=agg.n_votes,
         n_models=agg.n_models,
-        n_components=int(f.components.max()) + 1,
+        n_components=int(comp.max()) + 1,
         tie_share=plan.tie_share,
         davidson_nu=None if f.theta is None else math.exp(f.theta),
+        requested_l2=plan.requested_l2,
+        penalty=plan.penalty,
     )
 
 
@@ -147,7 +185,7 @@ def leaderboard(
     votes: Votes,
     *,
     ties: str = "half",
-    l2: float = 0.0,
+    l2: L2Option | str = "auto",
     intervals: str = "sandwich",
     bootstrap_rounds: int = 1000,
     seed: int = 0,
@@ -164,7 +202,10 @@ def leaderboard(
     progress: Callable[[int, int], None] | None = None,
 ) -> Leaderboard:
     """Ratings, intervals (``sandwich`` | ``bootstrap`` | ``none``), ranks, matrices and
-    diagnostics for ``votes``. Never raises for degenerate data: see ``diagnostics``."""
+    diagnostics for ``votes``. ``l2``: ``"auto"`` (ridge `AUTO_L2` only when no finite MLE
+    exists), a ridge ``> 0``, or ``0`` for no penalty (see `diagnostics.plan_fit`). Ratings
+    are ``scale * s / ln(base) + init`` (`RatingScale`). Never raises for degenerate data:
+    see ``diagnostics``."""
     _check_options(intervals, ci)
     agg = aggregate(votes, half_life_days=half_life_days)
     if agg.n_votes == 0 or len(agg.pairs) == 0:
@@ -173,9 +214,10 @@ def leaderboard(
     counts = agg.model_counts()
     comp = components(agg)
     plan = plan_fit(agg, comp, counts, ties=ties, l2=l2)
-    f = _fit(agg, plan, comp, tol)
+    _check_anchor_estimable(plan, rating_scale.anchor)
+    f = _fit(plan, tol)
     est = estimate(
-        agg,
+        plan.data,
         f,
         rating_scale,
         method=intervals,
@@ -186,6 +228,8 @@ def leaderboard(
         progress=progress,
         all_ties=plan.all_ties,
     )
+    if plan.restricted and plan.identification is not None:
+        est = unidentified(est, plan.identification)
     shown = listing(agg.models, counts["votes"].to_numpy(), min_votes=min_votes, provisional_votes=provisional_votes)
     diags = [
         *disconnected(comp),
@@ -202,6 +246,5 @@ def leaderboard(
     samples = None
     if est.samples is not None:
         samples = pd.DataFrame(est.samples, columns=agg.models)[table["model"].tolist()]
-    return Leaderboard(
-        table, tuple(diags), intervals, ci, samples, battles, win_rate, predicted, f, summarize(agg, f, plan), est
-    )
+    summary = summarize(agg, f, plan, comp)
+    return Leaderboard(table, tuple(diags), intervals, ci, samples, battles, win_rate, predicted, f, summary, est, plan)

@@ -62,6 +62,15 @@ class Aggregated:
         frame.insert(0, "votes", frame.sum(axis=1))
         return frame
 
+    def within(self, group: np.ndarray) -> Aggregated:
+        """The pairs whose two models share a ``group`` label (same models, fewer pairs);
+        ``n_votes`` counts the votes kept."""
+        keep = group[self.pairs[:, 0]] == group[self.pairs[:, 1]]
+        raw = self.raw[keep]
+        return Aggregated(
+            self.models, self.pairs[keep], self.counts[keep], self.counts2[keep], raw, round(float(raw.sum()))
+        )
+
 
 def decay_weights(votes: Votes, half_life_days: float, now: pd.Timestamp | None = None) -> np.ndarray:
     """``0.5 ** (age_days / half_life_days)``, age relative to ``now`` (default: latest vote);

@@ -9,8 +9,11 @@ code                     level    meaning
 ``no_votes``             error    nothing to rate after filters and weights
 ``components``           warning  the comparison graph is disconnected: groups rated apart
 ``all_ties``             info     every vote is a tie: all ratings equal
-``unbounded``            warning  no MLE (undefeated / winless models): a ridge
-                                  keeps the ratings finite (`AUTO_L2` unless ``l2`` was given)
+``unbounded``            warning  no MLE (undefeated / winless models; more generally the
+                                  points digraph is not strongly connected): names them and
+                                  says what was done: ``l2="auto"`` fits ridge `AUTO_L2`,
+                                  ``l2 > 0`` that ridge, ``l2 = 0`` no penalty (only the
+                                  identified ratings are finite, see `graph.identify`)
 ``davidson_fallback``    info     Davidson asked for without both ties and wins: half-tie fit
 ``not_converged``        warning  the point fit stopped above the tolerance
 ``bootstrap_unbounded``  warning  some bootstrap rounds did not converge
@@ -21,11 +24,20 @@ code                     level    meaning
 =======================  =======  ========================================================
 
 The two decisions are stated, never silent: `plan_fit` returns the tie model and ridge that
-are actually fitted together with the diagnostics that say why they differ from the request.
+are actually fitted together with the diagnostics that say why they differ from the request,
+and the penalty in words (`FitPlan.penalty`).
+
+The L2 option (``l2``): ``"auto"`` (the default) fits without a penalty when the maximum
+likelihood ratings exist and with ridge `AUTO_L2` when they do not; a number ``> 0`` is that
+ridge, always; ``0`` is no penalty, ever: without a finite MLE only the differences within
+each component's reference group are fitted (FastChat's unpenalised fit, where the MLE is
+defined) and the other models are reported as unbounded (+inf / -inf) or not estimable (NaN),
+not made finite by the optimiser stopping early as FastChat's L-BFGS does.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -34,13 +46,35 @@ import pandas as pd
 
 from core.bt.counts import Aggregated
 from core.bt.fitting import Fit
-from core.bt.graph import mle_exists
+from core.bt.graph import ABOVE, APART, BELOW, Identification, identify, mle_exists
 from core.bt.intervals import Estimates
+from core.errors import DataError
 
-AUTO_L2 = 0.01  # ridge used when the MLE does not exist (undefeated / winless models)
+AUTO_L2 = 0.01  # ridge of l2="auto" when the MLE does not exist (undefeated / winless models)
 PROVISIONAL_VOTES = 50
 
 Level = Literal["info", "warning", "error"]
+#: the L2 option: "auto" or a ridge >= 0 (0 = no penalty)
+L2Option = float | Literal["auto"]
+
+
+def parse_l2(value: str | float) -> L2Option:
+    """``"auto"`` (any case) or a finite number ``>= 0``; `DataError` otherwise."""
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text == "auto":
+            return "auto"
+        try:
+            number = float(text)
+        except ValueError:
+            raise DataError(
+                f"L2 penalty {value!r} is not 'auto' or a number", expected="auto, 0 or a ridge > 0"
+            ) from None
+    else:
+        number = float(value)
+    if not (math.isfinite(number) and number >= 0):
+        raise DataError(f"L2 penalty {value!r} must be >= 0", expected="auto, 0 or a ridge > 0")
+    return number
 
 
 @dataclass(frozen=True)
@@ -83,59 +117,117 @@ def disconnected(comp: np.ndarray) -> list[Diagnostic]:
 @dataclass(frozen=True)
 class FitPlan:
     """What is fitted: the tie model and ridge actually used (they differ from the request
-    only as the ``diagnostics`` state), the weighted tie share, and whether every vote ties."""
+    only as the ``diagnostics`` state), the weighted tie share of all votes, and whether the
+    fitted votes hold no decisive vote (``all_ties``: every rating is then equal).
+
+    ``data`` and ``groups`` are the votes and the gauge groups the fit uses: ``agg`` and its
+    components, except with no penalty and no finite MLE (``restricted``), where they are the
+    votes within each strongly connected group and those groups. ``identification`` is set
+    whenever the MLE does not exist.
+    """
 
     ties: str
     l2: float
     tie_share: float
     all_ties: bool
     diagnostics: tuple[Diagnostic, ...]
+    requested_l2: L2Option
+    data: Aggregated
+    groups: np.ndarray
+    identification: Identification | None = None
+
+    @property
+    def restricted(self) -> bool:
+        """True when only the identified differences are fitted (no penalty, no finite MLE)."""
+        return self.identification is not None and self.l2 == 0
+
+    @property
+    def penalty(self) -> str:
+        """The penalty used, in words: ``none (...)`` or ``L2 <value> (auto | given)``."""
+        if self.requested_l2 == "auto":
+            if self.l2 > 0:
+                return f"L2 {self.l2:g} (auto: no finite maximum-likelihood ratings)"
+            return "none (auto: the maximum-likelihood ratings exist)"
+        if self.l2 > 0:
+            return f"L2 {self.l2:g} (given)"
+        return "none (l2 = 0)"
 
 
-def _one_sided(agg: Aggregated, counts: pd.DataFrame) -> tuple[list[str], list[str]]:
+def one_sided(models: list[str], counts: pd.DataFrame) -> tuple[list[str], list[str]]:
     """(undefeated, winless) models: only wins (resp. only losses), no ties."""
     wins, losses, ties = (counts[k].to_numpy() for k in ("wins", "losses", "ties"))
-    undefeated = [agg.models[k] for k in np.flatnonzero((losses == 0) & (ties == 0) & (wins > 0))]
-    winless = [agg.models[k] for k in np.flatnonzero((wins == 0) & (ties == 0) & (losses > 0))]
+    undefeated = [models[k] for k in np.flatnonzero((losses == 0) & (ties == 0) & (wins > 0))]
+    winless = [models[k] for k in np.flatnonzero((wins == 0) & (ties == 0) & (losses > 0))]
     return undefeated, winless
 
 
-def _unbounded(undefeated: list[str], winless: list[str], l2: float) -> Diagnostic:
+def _unbounded(
+    models: list[str], counts: pd.DataFrame, ident: Identification, requested: L2Option, l2: float
+) -> Diagnostic:
+    """The ``unbounded`` warning: who has no finite MLE rating, and the penalty used for it."""
+    undefeated, winless = one_sided(models, counts)
+    above, below, apart = (ident.names(models, side) for side in (ABOVE, BELOW, APART))
+    named = set(undefeated) | set(winless)
+    others = [name for name in above + below + apart if name not in named]
     parts = []
     if undefeated:
         parts.append(f"undefeated: {name_list(undefeated)}")
     if winless:
         parts.append(f"winless: {name_list(winless)}")
+    if others:
+        parts.append(f"outside the largest strongly connected group: {name_list(others)}")
     detail = "; ".join(parts) if parts else "some group of models never lost (or never won) against the rest"
     if l2 <= 0:
-        how = f"a small L2 penalty ({AUTO_L2}) was applied so they get finite, very uncertain ratings"
+        shown = [f"{name_list(names)} {what}" for names, what in ((above, "+inf"), (below, "-inf"), (apart, "NaN"))]
+        how = (
+            "no penalty (l2 = 0): only the rating differences within the largest strongly connected "
+            "group of each connected group are estimated, the others are reported as not estimable ("
+            + ", ".join(text for text, names in zip(shown, (above, below, apart), strict=True) if names)
+            + "). Use l2 'auto' or a positive penalty for finite, penalised ratings."
+        )
+    elif requested == "auto":
+        how = (
+            f"the automatic L2 penalty ({l2:g}, the default l2 'auto') was applied so they get finite, "
+            "very uncertain ratings; l2 = 0 switches it off."
+        )
     else:
-        how = f"the L2 penalty ({l2}) keeps their ratings finite"
+        how = f"the L2 penalty ({l2:g}) keeps their ratings finite."
+    unbounded = "" if l2 <= 0 else " Treat their ratings as bounds, not estimates."
     return Diagnostic(
         "warning",
         "unbounded",
-        f"Maximum likelihood ratings do not exist ({detail}): without regularisation they run off "
-        f"to infinity; {how}. Treat them as bounds, not estimates.",
-        tuple(undefeated + winless),
+        f"Maximum likelihood ratings do not exist ({detail}): without a penalty they run off "
+        f"to infinity; {how}{unbounded}",
+        tuple(dict.fromkeys(undefeated + winless + above + below + apart)),
     )
 
 
-def plan_fit(agg: Aggregated, comp: np.ndarray, counts: pd.DataFrame, *, ties: str, l2: float) -> FitPlan:
+def plan_fit(
+    agg: Aggregated, comp: np.ndarray, counts: pd.DataFrame, *, ties: str, l2: L2Option | str = "auto"
+) -> FitPlan:
     """Decide the fitted model. All ties: every rating is equal (``all_ties``). No MLE (Ford's
-    condition fails): ridge `AUTO_L2` when ``l2`` is 0 (``unbounded``). Davidson without both
-    ties and decisive votes: the half-tie model, identical there (``davidson_fallback``)."""
+    condition fails, ``unbounded``): ridge `AUTO_L2` under ``l2="auto"``, the given ridge when
+    ``l2 > 0``, and with ``l2 = 0`` no penalty: the fit is restricted to the votes within
+    strongly connected groups (`FitPlan.restricted`). Davidson without both ties and decisive
+    votes among the fitted votes: the half-tie model, identical there (``davidson_fallback``)."""
+    requested = parse_l2(l2)
     diags: list[Diagnostic] = []
     tie_share = agg.tie_share
     all_ties = tie_share >= 1.0 - 1e-12
-    used_l2 = l2
+    used_l2 = 0.0 if requested == "auto" else requested
+    data, groups, ident = agg, comp, None
     if all_ties:
         diags.append(Diagnostic("info", "all_ties", "Every vote is a tie: all models are rated equally."))
     elif not mle_exists(agg, comp):
-        undefeated, winless = _one_sided(agg, counts)
-        used_l2 = AUTO_L2 if l2 <= 0 else l2
-        diags.append(_unbounded(undefeated, winless, l2))
+        ident = identify(agg, comp, counts["votes"].to_numpy())
+        used_l2 = AUTO_L2 if requested == "auto" else used_l2
+        diags.append(_unbounded(agg.models, counts, ident, requested, used_l2))
+        if used_l2 == 0:
+            data, groups = agg.within(ident.group), ident.group
+    fit_share = data.tie_share if data is not agg else tie_share
+    no_decisive = all_ties or not fit_share < 1.0 - 1e-12  # NaN (no fitted votes) counts as no decisive vote
     tie_model = ties
-    if ties == "davidson" and (tie_share <= 0 or all_ties):
+    if ties == "davidson" and (no_decisive or not fit_share > 0):
         tie_model = "half"
         diags.append(
             Diagnostic(
@@ -145,7 +237,7 @@ def plan_fit(agg: Aggregated, comp: np.ndarray, counts: pd.DataFrame, *, ties: s
                 "fitted with ties as half a win instead (identical here).",
             )
         )
-    return FitPlan(tie_model, used_l2, tie_share, all_ties, tuple(diags))
+    return FitPlan(tie_model, used_l2, tie_share, no_decisive, tuple(diags), requested, data, groups, ident)
 
 
 def not_converged(f: Fit, tol: float) -> list[Diagnostic]:

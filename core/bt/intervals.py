@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.special import ndtri
@@ -21,6 +21,7 @@ from threadpoolctl import threadpool_limits
 
 from core.bt.counts import Aggregated
 from core.bt.fitting import TOL, Fit, gauge_projector, newton
+from core.bt.graph import ABOVE, BELOW, REFERENCE, Identification
 from core.bt.likelihood import Likelihood, grad_half
 from core.bt.scale import RatingScale
 
@@ -213,6 +214,31 @@ def bootstrap_estimates(
         rounds=rounds,
         rounds_not_converged=res.rounds_not_converged,
         seconds=res.seconds,
+    )
+
+
+def _filled(a: np.ndarray, off: np.ndarray, fill: np.ndarray | float) -> np.ndarray:
+    """A float copy of ``a`` (..., M) with the models in mask ``off`` set to ``fill``."""
+    out = np.array(a, dtype=np.float64, copy=True)
+    out[..., off] = fill
+    return out
+
+
+def unidentified(est: Estimates, ident: Identification) -> Estimates:
+    """``est`` with the ratings the votes do not identify (no penalty, no finite MLE) stated as
+    such: +inf above the reference group, -inf below it, NaN when not comparable; their
+    interval bounds and standard deviations are NaN, their bootstrap samples the rating."""
+    off = ident.side != REFERENCE
+    if not off.any():
+        return est
+    value = np.where(ident.side == ABOVE, np.inf, np.where(ident.side == BELOW, -np.inf, np.nan))[off]
+    return replace(
+        est,
+        rating=_filled(est.rating, off, value),
+        low=_filled(est.low, off, np.nan),
+        high=_filled(est.high, off, np.nan),
+        sd=None if est.sd is None else _filled(est.sd, off, np.nan),
+        samples=None if est.samples is None else _filled(est.samples, off, value),
     )
 
 

@@ -1,8 +1,10 @@
 """The display scale: natural strengths to Elo-like ratings, and anchoring.
 
 ``rating = scale * s / ln(base) + init`` (400, 10, 1000), exactly as FastChat's
-``compute_bt``; an optional anchor model's component is then shifted so the anchor sits at
-``anchor_rating`` (per bootstrap round too, as FastChat does).
+``compute_bt``: ``s`` is the natural strength (``P(i beats j) = sigma(s_i - s_j)``), FastChat's
+parameter is ``s / ln(base)`` (its logits are ``ln(base) * (r_i - r_j)``) and its rating
+``scale * r + init``. An optional anchor model's component is then shifted so the anchor sits
+at ``anchor_rating`` (per bootstrap round too, as FastChat does).
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from core.errors import DataError
 
 
 def to_ratings(s: np.ndarray, *, scale: float = 400.0, base: float = 10.0, init: float = 1000.0) -> np.ndarray:
@@ -38,6 +42,15 @@ class RatingScale:
     init: float = 1000.0
     anchor: int | None = None
     anchor_rating: float = 1000.0
+
+    def __post_init__(self) -> None:
+        """Raise `DataError` unless ``scale > 0``, ``base > 0``, ``base != 1`` and all are finite."""
+        if not (math.isfinite(self.scale) and self.scale > 0):
+            raise DataError(f"rating scale {self.scale!r} must be a positive number", expected="e.g. 400")
+        if not (math.isfinite(self.base) and self.base > 0 and self.base != 1):
+            raise DataError(f"rating base {self.base!r} must be positive and not 1", expected="e.g. 10")
+        if not (math.isfinite(self.init) and math.isfinite(self.anchor_rating)):
+            raise DataError("the initial and anchor ratings must be finite numbers", expected="e.g. 1000")
 
     @property
     def factor(self) -> float:

@@ -15,7 +15,8 @@ from core.bt.fitting import Fit
 
 class LeaderboardRow(NamedTuple):
     """One listed model: the design's JSON row (`TABLE_COLUMNS`, in this order). The rating
-    and interval are None where the table holds NaN (no intervals)."""
+    and interval are None where the table holds NaN (no intervals) or +-inf (a rating the
+    votes do not identify, with ``l2=0`` and no finite MLE)."""
 
     rank: int
     rank_ub: int
@@ -57,14 +58,15 @@ def ranked_table(
     provisional: np.ndarray,
 ) -> pd.DataFrame:
     """The listed models (mask ``listed``) with `RANKED_COLUMNS`, sorted by component, then
-    rating (best first), then name. Ranks count the listed models only; without intervals
-    (NaN bounds) the rank upper bound uses the rating itself."""
+    rating (best first; a NaN rating, not estimable, last), then name. Ranks count the listed
+    models only; without intervals (NaN bounds) the rank upper bound uses the rating itself.
+    A NaN rating ranks as -inf and has rank upper bound 1 (nothing is known about it)."""
     idx = np.flatnonzero(listed)
     r_l = rating[idx]
     lo_l, hi_l = low[idx], high[idx]
     ub_lo = np.where(np.isnan(lo_l), r_l, lo_l)
     ub_hi = np.where(np.isnan(hi_l), r_l, hi_l)
-    rank, rank_ub = rank_with_ub(r_l, ub_lo, ub_hi, comp[idx])
+    rank, rank_ub = rank_with_ub(np.where(np.isnan(r_l), -np.inf, r_l), ub_lo, ub_hi, comp[idx])
     table = pd.DataFrame(
         {
             "rank": rank,
@@ -86,7 +88,8 @@ def ranked_table(
 
 
 def _optional(value: float) -> float | None:
-    return None if pd.isna(value) else float(value)
+    """A finite float, else None (NaN: no interval; +-inf: a rating that is not estimable)."""
+    return float(value) if np.isfinite(value) else None
 
 
 def table_rows(table: pd.DataFrame) -> list[LeaderboardRow]:
@@ -114,8 +117,9 @@ def matrices(
     agg: Aggregated, f: Fit, order: list[int] | None = None
 ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
     """(battle counts, empirical win rate with ties as half, predicted win probability), row
-    model vs column model, in ``order`` (model indices). Predictions are NaN across components
-    and on the diagonal; under Davidson the predicted score is ``P(win) + P(tie) / 2``."""
+    model vs column model, in ``order`` (model indices). Predictions are NaN across the fit's
+    gauge groups (components; strongly connected groups when only those are fitted) and on
+    the diagonal; under Davidson the predicted score is ``P(win) + P(tie) / 2``."""
     m = agg.n_models
     order = list(range(m)) if order is None else order
     i, j, r = agg.pairs[:, 0], agg.pairs[:, 1], agg.raw
