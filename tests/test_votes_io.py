@@ -177,3 +177,93 @@ def test_jsonl_with_mixed_types_takes_the_line_reader():
     nested = b'{"model_a": "a", "model_b": "b", "winner": "a", "category": ["x"]}\n'
     assert votes_io._arrow_jsonl(nested) is None  # a list is not a category
     assert len(read_votes(nested, filename="n.jsonl")) == 1  # read line by line
+
+
+# ---- BixArena's raw schema: model_a, model_b, preference ------------------------------------------
+def _as_preference(rows: list[dict], keep_winner: bool = False) -> list[dict]:
+    out = []
+    for r in rows:
+        r = dict(r, preference=r["winner"])
+        if not keep_winner:
+            del r["winner"]
+        out.append(r)
+    return out
+
+
+def _encode(rows: list[dict], fmt: str) -> bytes:
+    if fmt == "csv":
+        return pd.DataFrame(rows).to_csv(index=False).encode()
+    if fmt == "jsonl":
+        return "\n".join(json.dumps(r) for r in rows).encode() + b"\n"
+    buf = io.BytesIO()
+    pd.DataFrame(rows).to_parquet(buf)
+    return buf.getvalue()
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+@pytest.mark.parametrize("keep_winner", [False, True])
+def test_preference_column_reads_as_winner(fmt, keep_winner):
+    ref = read_votes(_encode(ROWS, fmt), filename=f"v.{fmt}")
+    votes = read_votes(_encode(_as_preference(ROWS, keep_winner), fmt), filename=f"v.{fmt}")
+    assert votes.columns == ref.columns and "preference" not in votes.columns
+    pd.testing.assert_frame_equal(votes.to_frame(), ref.to_frame(), check_exact=True)
+    assert votes.to_frame().winner.tolist() == EXPECTED_WINNERS
+
+
+def test_preference_json_array_and_text():
+    arr = json.dumps([{"model_a": "a", "model_b": "b", "preference": "model_b"}]).encode()
+    assert read_votes(arr, filename="x.json").to_frame().winner.tolist() == ["model_b"]
+    text = "model_a,model_b,preference\na,b,tie\nb,c,tie (bothbad)\n"
+    assert read_votes(text).to_frame().winner.tolist() == ["tie", "tie (bothbad)"]
+
+
+@pytest.mark.parametrize(
+    ("content", "filename", "line", "needle"),
+    [
+        (b"model_a,model_b,preference\na,b,model_a\nb,c,maybe\n", "p.csv", 3, "unknown preference 'maybe'"),
+        (b"model_a,model_b,preference\na,b,model_a\nb,b,tie\n", "p.csv", 3, "compared with itself"),
+        (b"model_a,model_b,winner,preference\na,b,a,model_a\nb,c,tie,model_b\n", "p.csv", 3, "disagree"),
+        (b"model_a,model_b,winner,preference\na,b,a,model_a\nb,c,tie,what\n", "p.csv", 3, "unknown preference"),
+        (b"model_a,model_b,winner,preference\na,b,a,model_a\nb,c,what,tie\n", "p.csv", 3, "unknown winner"),
+        (b"model_a,model_b\na,b\n", "p.csv", 1, "missing column(s) winner (or preference)"),
+        (
+            b'{"model_a":"a","model_b":"b","preference":"tie"}\n\n{"model_a":"a","model_b":"c","preference":"x"}\n',
+            "p.jsonl",
+            3,
+            "unknown preference 'x'",
+        ),
+        (
+            b'{"model_a":7,"model_b":"b","preference":"tie"}\n{"model_a":"a","model_b":"c","preference":"x"}\n',
+            "p.jsonl",
+            2,
+            "unknown preference 'x'",
+        ),
+        (
+            b'{"model_a":"a","model_b":"b","preference":"tie"}\n{"model_a":"a","model_b":"c"}\n',
+            "p.jsonl",
+            2,
+            "unknown preference ''",
+        ),
+    ],
+)
+def test_preference_errors_name_file_and_line(content, filename, line, needle):
+    with pytest.raises(DataError) as info:
+        read_votes(content, filename=filename)
+    err = info.value
+    assert err.file == filename and err.line == line, str(err)
+    assert needle in str(err) and str(err).startswith(f"{filename}, line {line}:")
+
+
+def test_preference_parquet_errors_name_the_row():
+    buf = io.BytesIO()
+    pd.DataFrame({"model_a": ["a", "b"], "model_b": ["b", "c"], "preference": ["tie", "d"]}).to_parquet(buf)
+    with pytest.raises(DataError, match=r"v.parquet: row 2: unknown preference 'd'"):
+        read_votes(buf.getvalue(), filename="v.parquet")
+    buf = io.BytesIO()
+    pd.DataFrame({"model_a": ["a"], "model_b": ["b"], "winner": ["a"], "preference": ["tie"]}).to_parquet(buf)
+    with pytest.raises(DataError, match=r"v.parquet: row 1: winner 'a' and preference 'tie' disagree"):
+        read_votes(buf.getvalue(), filename="v.parquet")
+    buf = io.BytesIO()
+    pd.DataFrame({"model_a": ["a"], "model_b": ["b"]}).to_parquet(buf)
+    with pytest.raises(DataError, match=r"missing column\(s\) winner \(or preference\)"):
+        read_votes(buf.getvalue(), filename="v.parquet")

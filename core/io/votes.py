@@ -1,7 +1,15 @@
 """Read pairwise votes from CSV, JSONL (or a JSON array) and Parquet into `core.data.Votes`.
 
 Columns: ``model_a, model_b, winner`` and optionally ``judge, category, timestamp, weight``
-(see `Votes`). The format comes from ``fmt``, else the file extension, else the content
+(see `Votes`). The outcome column may instead be BixArena's raw ``preference`` (values
+``model_a`` / ``model_b`` / ``tie``, and the arena's ``tie (bothbad)``; the same values and
+aliases as ``winner``): it is read as ``winner``, and an unknown value is named as an unknown
+preference. A file with both columns must give the same outcome in both on every row (after
+normalisation, so ``A`` and ``model_a`` agree); the first row where they differ is an error
+naming its line. Where BixArena skips a vote with an unknown preference (with a logged
+warning), RankLens refuses the file, as for an unknown winner.
+
+The format comes from ``fmt``, else the file extension, else the content
 (``PAR1`` magic -> Parquet, a leading ``{`` or ``[`` -> JSON lines / array, else CSV).
 Every error is a `DataError` naming the file and the 1-based line: for CSV the header is
 line 1 and the first vote line 2; for JSONL the line holding the object; Parquet has no
@@ -20,6 +28,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
 import pyarrow.parquet as pq
@@ -28,7 +37,11 @@ from core.data import VOTE_OPTIONAL, VoteRowError, Votes
 from core.errors import DataError
 from core.io._common import load_bytes
 
-EXPECTED = "columns model_a, model_b, winner[, judge, category, timestamp, weight]"
+EXPECTED = "columns model_a, model_b, winner (or preference)[, judge, category, timestamp, weight]"
+#: the outcome columns: the arena's ``winner`` and BixArena's raw ``preference`` (same values)
+OUTCOME_COLUMNS = ("winner", "preference")
+#: every column the readers keep
+_KEPT = ("model_a", "model_b", *OUTCOME_COLUMNS, *VOTE_OPTIONAL)
 _EXT = {
     ".csv": "csv",
     ".tsv": "tsv",
@@ -38,7 +51,15 @@ _EXT = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-_STRING_COLS = ("model_a", "model_b", "winner", "judge", "category")
+_STRING_COLS = ("model_a", "model_b", "winner", "preference", "judge", "category")
+
+
+def _missing(names: list[str]) -> list[str]:
+    """The required columns missing from ``names``: model_a, model_b, and an outcome column."""
+    missing = [c for c in ("model_a", "model_b") if c not in names]
+    if not any(c in names for c in OUTCOME_COLUMNS):
+        missing.append("winner (or preference)")
+    return missing
 
 
 def _load(data: bytes | str | os.PathLike, filename: str | None) -> tuple[bytes, str]:
@@ -82,7 +103,7 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
             "no votes in the file", file=name, line=1 if lines is not None else None, expected="at least one vote"
         )
     try:
-        return Votes.from_table(table, label, source=name)
+        return _votes(table, label, name)
     except VoteRowError as exc:
         if lines is None:
             raise DataError(f"row {exc.row + 1}: {exc.message}", file=name, expected=exc.expected) from None
@@ -95,6 +116,45 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
         raise
 
 
+def _as_preference(exc: VoteRowError) -> VoteRowError:
+    """The row error of the ``preference`` column read as ``winner``, naming the column read."""
+    message = exc.message.replace("unknown winner", "unknown preference", 1)
+    return VoteRowError(message, row=exc.row, file=exc.file, expected=exc.expected)
+
+
+def _votes(table: pa.Table, label: str, name: str) -> Votes:
+    """`Votes` from a read table whose outcome is ``winner``, ``preference`` or both (they must
+    agree after normalisation: a `VoteRowError` names the first row where they differ)."""
+    if "preference" not in table.column_names:
+        return Votes.from_table(table, label, source=name)
+    pref_at = table.column_names.index("preference")
+    if "winner" not in table.column_names:
+        try:
+            return Votes.from_table(
+                table.rename_columns(["winner" if k == pref_at else c for k, c in enumerate(table.column_names)]),
+                label,
+                source=name,
+            )
+        except VoteRowError as exc:
+            raise _as_preference(exc) from None
+    votes = Votes.from_table(table.remove_column(pref_at), label, source=name)
+    pairs = pa.table({"model_a": table["model_a"], "model_b": table["model_b"], "winner": table["preference"]})
+    try:
+        pref = Votes.from_table(pairs, label, source=name)
+    except VoteRowError as exc:
+        raise _as_preference(exc) from None
+    differ = pc.not_equal(votes.table["winner"], pref.table["winner"]).to_numpy(zero_copy_only=False)
+    if differ.any():
+        row = int(np.flatnonzero(differ)[0])
+        raise VoteRowError(
+            f"winner {table['winner'][row].as_py()!r} and preference {table['preference'][row].as_py()!r} disagree",
+            row=row,
+            file=name,
+            expected="the same outcome in both columns (or only one of them)",
+        )
+    return votes
+
+
 # ---- CSV -----------------------------------------------------------------------------------
 def _read_csv(raw: bytes, name: str, delimiter: str) -> tuple[pa.Table, Callable[[int], int]]:
     if raw.startswith(b"\xef\xbb\xbf"):
@@ -103,7 +163,7 @@ def _read_csv(raw: bytes, name: str, delimiter: str) -> tuple[pa.Table, Callable
         raise DataError("the file is empty", file=name, line=1, expected=EXPECTED)
     header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r")
     names = [c.strip() for c in next(csv.reader([header], delimiter=delimiter))]
-    missing = [c for c in ("model_a", "model_b", "winner") if c not in names]
+    missing = _missing(names)
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)} in the header", file=name, line=1, expected=EXPECTED)
     types = {c: pa.string() for c in names if c in _STRING_COLS or c == "timestamp"}
@@ -115,7 +175,7 @@ def _read_csv(raw: bytes, name: str, delimiter: str) -> tuple[pa.Table, Callable
             convert_options=pacsv.ConvertOptions(
                 column_types=types,
                 strings_can_be_null=False,
-                include_columns=[c for c in names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)],
+                include_columns=[c for c in names if c in _KEPT],
             ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
@@ -188,12 +248,13 @@ def _json_array(raw: bytes, name: str) -> pa.Table:
 
 def _arrow_jsonl(raw: bytes) -> pa.Table | None:
     """JSON lines as Arrow reads them, with the vote columns as strings; None when Arrow cannot
-    read the file as one table holding ``model_a, model_b, winner`` with scalar values."""
+    read the file as one table holding ``model_a, model_b`` and an outcome column (``winner``
+    or ``preference``) with scalar values."""
     try:
         table = pajson.read_json(io.BytesIO(raw), read_options=pajson.ReadOptions(block_size=1 << 24))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
         return None
-    if any(c not in table.column_names for c in ("model_a", "model_b", "winner")):
+    if _missing(table.column_names):
         return None
     return _stringify(table)
 
@@ -219,8 +280,10 @@ def _python_jsonl(lines: list[bytes], nonblank: list[int], name: str) -> tuple[p
 def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | None) -> pa.Table:
     """Parsed objects to a table: vote columns as strings; an optional column whose values
     Arrow cannot type as one (say numbers and words in ``weight``) is kept as strings, so that
-    `Votes.from_table` names the offending row exactly as it does for CSV."""
-    for col in ("model_a", "model_b", "winner"):
+    `Votes.from_table` names the offending row exactly as it does for CSV. Every object must
+    hold model_a, model_b and each outcome column that any object holds (``winner`` if none)."""
+    outcomes = [c for c in OUTCOME_COLUMNS if any(c in obj for obj in rows)] or ["winner"]
+    for col in ("model_a", "model_b", *outcomes):
         for r, obj in enumerate(rows):
             if col not in obj:
                 raise DataError(
@@ -230,7 +293,7 @@ def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | Non
                     expected=EXPECTED,
                 )
     cols = {}
-    for col in ("model_a", "model_b", "winner", *VOTE_OPTIONAL):
+    for col in _KEPT:
         if any(col in obj for obj in rows):
             vals = [obj.get(col) for obj in rows]
             if col in _STRING_COLS:
@@ -247,8 +310,7 @@ def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | Non
 def _stringify(table: pa.Table) -> pa.Table | None:
     """Model/winner/judge/category columns as strings (JSON may give numbers); None when one
     of them holds non-scalar values (lists, objects) that Arrow cannot cast to a string."""
-    keep = [c for c in table.column_names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)]
-    table = table.select(keep)
+    table = table.select([c for c in table.column_names if c in _KEPT])
     for c in _STRING_COLS:
         if c in table.column_names and not pa.types.is_string(table[c].type):
             try:
@@ -266,7 +328,7 @@ def _read_parquet(raw: bytes, name: str) -> pa.Table:
         raise DataError(
             f"not a readable Parquet file ({str(exc).splitlines()[0]})", file=name, expected="a Parquet file"
         ) from None
-    missing = [c for c in ("model_a", "model_b", "winner") if c not in table.column_names]
+    missing = _missing(table.column_names)
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)}", file=name, expected=EXPECTED)
-    return table.select([c for c in table.column_names if c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL)])
+    return table.select([c for c in table.column_names if c in _KEPT])
