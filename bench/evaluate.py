@@ -216,10 +216,10 @@ def worker_ours(args: argparse.Namespace) -> dict[str, Any]:
         "run": {
             "rows": len(run),
             "queries": run.n_queries,
-            "share_docs_in_ties": ties["share_docs_in_ties"],
-            "share_queries_with_ties": ties["share_queries_with_ties"],
+            "share_docs_in_ties": ties.share_docs_in_ties,
+            "share_queries_with_ties": ties.share_queries_with_ties,
             "mean_tied_group": float(np.average(sizes["size"], weights=sizes["documents"] * (sizes["size"] > 1)))
-            if ties["share_docs_in_ties"] > 0
+            if ties.share_docs_in_ties > 0
             else 1.0,
         },
     }

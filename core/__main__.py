@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from typing import NoReturn
 
 from core.cli import SUBCOMMANDS, fail
 from core.errors import RankLensError
@@ -42,5 +44,18 @@ def main(argv: list[str] | None = None) -> int:
         return 130
 
 
+def _exit_now(code: int) -> NoReturn:
+    """End the process once its output is flushed, without tearing the interpreter down:
+    that teardown frees every array and module one by one (0.1-0.3 s after evaluating a
+    7M-row run) for memory the operating system reclaims at once anyway. Nothing of the CLI
+    waits for interpreter shutdown: files are closed when written, thread pools joined."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: as Python's own exit, code 120
+            code = code or 120
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    _exit_now(main())

@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
-from core.data import Key, Qrels, Run, contiguous
+from core.data import Key, Qrels, Run, as_numpy, contiguous
 
 #: per run, per qrels (weakly): ``(rows, grades)`` of the judged rows, rows ascending
 JUDGED: Key[tuple[np.ndarray, np.ndarray]] = Key("judged")
@@ -29,14 +30,19 @@ def judged_rows(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _join_judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
-    qrel_qids = contiguous(qrels.table["qid"])
-    want_codes = pd.Index(run.qid_values).get_indexer(qrel_qids.to_numpy(zero_copy_only=False)).astype(np.int64)
+    want_codes = index_in(contiguous(qrels.table["qid"]), run.qid_dictionary)
     rows = run.key_index.lookup(run.qid_codes, run.docids, want_codes, contiguous(qrels.table["docid"]))
     hit = rows >= 0
-    grades = contiguous(qrels.table["relevance"]).to_numpy(zero_copy_only=False)[hit].astype(np.int64)
+    grades = as_numpy(qrels.table["relevance"])[hit].astype(np.int64)
     rows = rows[hit]
     order = np.argsort(rows, kind="stable")
     return rows[order], grades[order]
+
+
+def index_in(values: pa.Array, of: pa.Array) -> np.ndarray:
+    """For each string in ``values``, its position in ``of`` (distinct strings), else -1
+    (int64): one hash lookup in Arrow."""
+    return as_numpy(pc.index_in(values, value_set=of), null=-1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -53,7 +59,7 @@ def qrels_index(qrels: Qrels) -> QrelsIndex:
     """`QrelsIndex` of ``qrels``, kept by the qrels."""
 
     def build() -> QrelsIndex:
-        grade = contiguous(qrels.table["relevance"]).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        grade = as_numpy(qrels.table["relevance"]).astype(np.int64, copy=False)
         return QrelsIndex(qrels.qid_values, qrels.qid_codes.astype(np.int64), grade)
 
     return qrels.derived.get(QRELS_INDEX, build)

@@ -33,15 +33,18 @@ import re
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
-from scipy.special import gammaln
 
 from core.data import Key, Qrels, Run
 from core.errors import DataWarning, MetricError
-from core.indexes import judged_rows, qrels_index
+from core.indexes import index_in, judged_rows, qrels_index
 from core.ties import POLICIES, docid_rank_in_group, given_positions, locate, tie_statistics
+
+if TYPE_CHECKING:  # pandas builds the result tables only: the command line's JSON path never imports it
+    import pandas as pd
 
 #: per qrels and cutoff k (None = whole list): ideal DCG per evaluation query
 IDEAL_DCG: Key[np.ndarray] = Key("ideal_dcg")
@@ -199,8 +202,7 @@ def _policy_positions(run: Run, rows: np.ndarray, grades: np.ndarray, ties: str)
 def compute_units(run: Run, qrels: Qrels, ties: str, rel_level: int = 1) -> Units:
     """The units of ``run`` under policy ``ties`` (see module docstring)."""
     rows, grades = _positive_rows(run, qrels, rel_level)
-    index = qrels_index(qrels)
-    qmap = pd.Index(index.qids).get_indexer(run.qid_values).astype(np.int64)
+    qmap = index_in(run.qid_dictionary, qrels.qid_dictionary)  # query index = position in `qrels_index`
     qi = qmap[run.qid_codes[rows]] if len(rows) else np.zeros(0, np.int64)
     is_rel = (grades >= rel_level).astype(np.int64)
     gain = np.maximum(grades, 0).astype(np.float64)
@@ -231,6 +233,12 @@ def compute_units(run: Run, qrels: Qrels, ties: str, rel_level: int = 1) -> Unit
 # Closed forms over units
 # ---------------------------------------------------------------------------------------
 def _log_comb(n: np.ndarray, k: np.ndarray) -> np.ndarray:
+    """``log C(n, k)`` through scipy's ``gammaln``, imported here: only a relevant document
+    sharing a tie group needs it (0.2 s of a process's start that untied runs do not pay).
+    ``math.lgamma`` is not a substitute: it differs from ``gammaln`` in the last bit for
+    about half the integers."""
+    from scipy.special import gammaln
+
     return gammaln(n + 1.0) - gammaln(k + 1.0) - gammaln(n - k + 1.0)
 
 
@@ -274,9 +282,12 @@ def _rr(units: Units, k: int | None, nq: int) -> np.ndarray:
     limit = n - r + 1 if k is None else np.clip(np.minimum(n - r + 1, k - s), 0, None)
     unit, off = _expand(s, limit)
     x = off + 1.0
-    nn, rr = n[unit].astype(float), r[unit].astype(float)
-    log_p = _log_comb(nn - x, rr - 1.0) - _log_comb(nn, rr)
-    prob = np.where((n[unit] == 1) | (r[unit] == n[unit]), (x == 1).astype(float), np.exp(log_p))
+    n_u, r_u = n[unit], r[unit]
+    prob = (x == 1).astype(float)  # a group of one, or of relevant documents only: first slot
+    mixed = np.flatnonzero((n_u > 1) & (r_u < n_u))
+    if len(mixed):  # hypergeometric P(first relevant at offset x) = C(n - x, r - 1) / C(n, r)
+        nn, rr, xm = n_u[mixed].astype(float), r_u[mixed].astype(float), x[mixed]
+        prob[mixed] = np.exp(_log_comb(nn - xm, rr - 1.0) - _log_comb(nn, rr))
     contrib = prob / (s[unit] + x)
     per_unit = np.bincount(unit, weights=contrib, minlength=len(f))
     return np.bincount(units.qi[f], weights=per_unit, minlength=nq)[:nq]
@@ -384,25 +395,55 @@ def metric_values(metric: Metric, units: Units, qrels: Qrels, rel_level: int = 1
 # ---------------------------------------------------------------------------------------
 @dataclass
 class Evaluation:
-    """Result of `evaluate`: ``per_query`` (columns run, qid, <metric names>) and
-    ``aggregate`` (index run name, columns metric names: mean over the qrels' queries)."""
+    """Result of `evaluate`. For each run (``runs``, input order) and metric, one value per
+    evaluation query (``qids``: the qrels' queries in qrels order) in ``values[run][metric]``,
+    and their mean over those queries in ``means[run][metric]``.
 
-    per_query: pd.DataFrame
-    aggregate: pd.DataFrame
+    ``per_query`` (columns run, qid, <metric names>) and ``aggregate`` (index run, columns
+    metric names) hold the same numbers as DataFrames, built on first use (the command line's
+    JSON output never needs pandas)."""
+
+    runs: list[str]
+    qids: np.ndarray
+    values: dict[str, dict[str, np.ndarray]]
+    means: dict[str, dict[str, float]]
     metrics: list[Metric]
     ties: str
     rel_level: int
     warnings: list[str] = field(default_factory=list)
 
+    @cached_property
+    def per_query(self) -> pd.DataFrame:
+        import pandas as pd
+
+        names = [m.name for m in self.metrics]
+        frames = []
+        for run in self.runs:
+            frame = pd.DataFrame(self.values[run], index=pd.Index(self.qids, name="qid")).reset_index()
+            frame.insert(0, "run", run)
+            frames.append(frame)
+        return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "qid", *names])
+
+    @cached_property
+    def aggregate(self) -> pd.DataFrame:
+        import pandas as pd
+
+        names = [m.name for m in self.metrics]
+        rows = {run: [self.means[run][m] for m in names] for run in self.runs}
+        aggregate = pd.DataFrame.from_dict(rows, orient="index", columns=names)
+        aggregate.index.name = "run"
+        return aggregate
+
     def to_json(self) -> dict:
         """``{"aggregate": {run: {metric: v}}, "per_query": {run: {qid: {metric: v}}}}``."""
         names = [m.name for m in self.metrics]
-        agg = {run: {m: float(row[m]) for m in names} for run, row in self.aggregate.iterrows()}
+        agg = {run: {m: float(self.means[run][m]) for m in names} for run in self.runs}
         per_query: dict[str, dict[str, dict[str, float]]] = {}
-        for run, frame in self.per_query.groupby("run", sort=False):
-            per_query[str(run)] = {
-                str(q): {m: float(v) for m, v in zip(names, vals, strict=False)}
-                for q, vals in zip(frame["qid"], frame[names].to_numpy(), strict=False)
+        for run in self.runs:
+            columns = [self.values[run][m].astype(np.float64, copy=False).tolist() for m in names]
+            per_query[run] = {
+                str(q): dict(zip(names, vals, strict=True))
+                for q, vals in zip(self.qids.tolist(), zip(*columns, strict=True), strict=True)
             }
         return {"aggregate": agg, "per_query": per_query}
 
@@ -421,8 +462,11 @@ def coverage_warnings(run: Run, qrels: Qrels) -> list[str]:
     return out
 
 
-def evaluate_run(run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int = 1) -> pd.DataFrame:
-    """Per-query values (index = qrels query ids) of ``metrics`` for one run."""
+def score_run(
+    run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int = 1
+) -> dict[str, np.ndarray]:
+    """Per-query values (qrels query order, see `qrels_index`) of ``metrics`` for one run:
+    metric name -> float64 array. The units of each policy are computed once."""
     cache: dict[str, Units] = {}
     columns: dict[str, np.ndarray] = {}
     for metric in metrics:
@@ -430,7 +474,33 @@ def evaluate_run(run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, r
         if policy not in cache:
             cache[policy] = compute_units(run, qrels, policy, rel_level)
         columns[metric.name] = metric_values(metric, cache[policy], qrels, rel_level)
+    return columns
+
+
+def evaluate_run(run: Run, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int = 1) -> pd.DataFrame:
+    """Per-query values (index = qrels query ids) of ``metrics`` for one run."""
+    import pandas as pd
+
+    columns = score_run(run, qrels, metrics, ties, rel_level)
     return pd.DataFrame(columns, index=pd.Index(qrels_index(qrels).qids, name="qid"))
+
+
+def column_means(columns: Sequence[np.ndarray]) -> np.ndarray:
+    """Mean of each column, NaN skipped: the arithmetic of ``DataFrame.mean`` over a frame of
+    these float64 columns (pandas sums the stacked ``(columns, rows)`` block along its rows,
+    then divides by the count), so the means are the same to the last bit."""
+    block = np.stack([np.asarray(c, dtype=np.float64) for c in columns])
+    missing = np.isnan(block)
+    if missing.any():
+        block = np.where(missing, 0.0, block)
+        count = (~missing).sum(axis=1).astype(np.float64)
+    else:
+        count = np.full(len(block), float(block.shape[1]))
+    total = block.sum(axis=1, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        means = total / count
+    means[count == 0] = np.nan
+    return means
 
 
 def evaluate(
@@ -456,21 +526,18 @@ def evaluate(
     if clashes:  # run names key the aggregate table and the JSON: never merge two runs silently
         raise MetricError(f"several runs are named {', '.join(map(repr, clashes))}; give each run its own name")
     names = [m.name for m in parsed]
-    frames, agg_rows, notes = [], {}, []
+    values: dict[str, dict[str, np.ndarray]] = {}
+    means: dict[str, dict[str, float]] = {}
+    notes: list[str] = []
     for run in run_list:
-        pq = evaluate_run(run, qrels, parsed, ties, rel_level)
+        columns = score_run(run, qrels, parsed, ties, rel_level)
         notes.extend(coverage_warnings(run, qrels))
-        agg_rows[run.name] = pq[names].mean(axis=0)
-        frame = pq.reset_index()
-        frame.insert(0, "run", run.name)
-        frames.append(frame)
-    per_query = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["run", "qid", *names])
-    aggregate = pd.DataFrame.from_dict(agg_rows, orient="index", columns=names)
-    aggregate.index.name = "run"
+        values[run.name] = columns
+        means[run.name] = dict(zip(names, column_means([columns[m] for m in names]).tolist(), strict=True))
     if warn:
         for note in notes:
             warnings.warn(note, DataWarning, stacklevel=2)
-    return Evaluation(per_query, aggregate, parsed, ties, rel_level, notes)
+    return Evaluation(run_names, qrels_index(qrels).qids, values, means, parsed, ties, rel_level, notes)
 
 
 def evaluate_policies(
@@ -481,6 +548,8 @@ def evaluate_policies(
     rel_level: int = 1,
 ) -> pd.DataFrame:
     """Aggregate table in long form: columns run, metric, and one column per policy."""
+    import pandas as pd
+
     parsed = parse_metrics(metrics)
     plain = list(dict.fromkeys(Metric(m.family, m.k) for m in parsed))
     out = []
@@ -496,6 +565,8 @@ def evaluate_policies(
 def tie_gap_table(runs: Sequence[Run], qrels: Qrels, metric: str = "mrr", rel_level: int = 1) -> pd.DataFrame:
     """Per (run, query): the query's tie ratio and ``metric`` under ``trec`` and
     ``expected`` with their absolute gap — the data of the "where ties bite" plot."""
+    import pandas as pd
+
     m = Metric(parse_metric(metric).family, parse_metric(metric).k)
     frames = []
     for run in runs:

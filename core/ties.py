@@ -11,14 +11,17 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.data import Key, Qrels, Run
+from core.data import Key, Qrels, Run, as_arrow, as_numpy
 from core.indexes import judged_rows
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: the metric engine never needs it
+    import pandas as pd
 
 POLICIES: tuple[str, ...] = ("expected", "optimistic", "pessimistic", "trec", "given")
 DETERMINISTIC_ORDERS: tuple[str, ...] = ("trec", "given")
@@ -117,7 +120,7 @@ def trec_positions(run: Run) -> np.ndarray:
     pos = view.group_start.astype(np.int64)
     tied = np.flatnonzero(view.group_size > 1)  # sorted indices; each group is contiguous
     if len(tied):
-        pos[tied] += docid_desc_offsets(view.group_id[tied], run.docids.take(pa.array(view.order[tied])))
+        pos[tied] += docid_desc_offsets(view.group_id[tied], run.docids.take(as_arrow(view.order[tied])))
     out = np.empty(len(pos), dtype=np.int64)
     out[view.order] = pos
     return out
@@ -127,8 +130,8 @@ def docid_desc_offsets(group: np.ndarray, docids: pa.Array) -> np.ndarray:
     """For members listed group by group (``group`` non-decreasing, docids distinct within a
     group), each member's 0-based offset in its group when the group is ordered by docid
     descending, byte-wise (trec_eval's strcmp): one Arrow sort for all groups."""
-    table = pa.table({"g": group, "d": docids})
-    by_docid = pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]).to_numpy()
+    table = pa.table({"g": as_arrow(group), "d": docids})
+    by_docid = as_numpy(pc.sort_indices(table, sort_keys=[("g", "ascending"), ("d", "descending")]))
     place = np.empty(len(group), dtype=np.int64)
     place[by_docid] = np.arange(len(group))
     block_start = np.flatnonzero(np.r_[True, group[1:] != group[:-1]])
@@ -223,9 +226,9 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
         offsets = np.repeat(first[sl] - np.cumsum(np.concatenate(([0], reps[:-1]))), reps)
         member_sorted = np.arange(int(reps.sum()), dtype=np.int64) + offsets
         member_rows = sorted_to_rows(run, member_sorted)
-        mine = pa.array(np.repeat(rows[tied[sl]], reps))
-        greater = pc.greater(docids.take(pa.array(member_rows)), docids.take(mine))
-        flags = greater.to_numpy(zero_copy_only=False).astype(np.int64)
+        mine = as_arrow(np.repeat(rows[tied[sl]], reps))
+        greater = pc.greater(docids.take(as_arrow(member_rows)), docids.take(mine))
+        flags = as_numpy(greater).astype(np.int64)
         bounds = np.concatenate(([0], np.cumsum(reps)[:-1]))
         out[tied[sl]] = np.add.reduceat(flags, bounds)
     return out
@@ -250,6 +253,8 @@ def ordered_frame(run: Run, ties: str = "trec") -> pd.DataFrame:
     """The run as a DataFrame in ranked order with 1-based ``rank``, ``tie_group`` (1-based
     within the query) and ``tie_size``. ``trec``: score desc then docid desc; ``given``:
     the file's rank column / row order (tie groups still reported by score)."""
+    import pandas as pd
+
     rows, pos = ranked_rows(run, ties)
     view = ranked(run)
     group_local = np.empty(len(rows), dtype=np.int64)
@@ -276,6 +281,8 @@ def query_frame(run: Run, qid: str, ties: str = "trec") -> pd.DataFrame:
     empty frame with the same columns when the run does not hold ``qid``."""
     sub = run.subset([qid])
     if len(sub) == 0:
+        import pandas as pd
+
         return pd.DataFrame(columns=["qid", "docid", "score", "rank", "tie_group", "tie_size"])
     return ordered_frame(sub, ties=ties)
 
@@ -309,6 +316,8 @@ class TieStats:
 
 def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> TieStats:
     """Summary of a run's ties (see `TieStats`); ``qrels`` adds the relevant documents' share."""
+    import pandas as pd
+
     view = ranked(run)
     n_q = run.n_queries
     first = view.group_first

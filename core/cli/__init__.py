@@ -1,13 +1,20 @@
-"""Shared pieces of the command line: the subcommand registry and output helpers."""
+"""Shared pieces of the command line: the subcommand registry and output helpers.
+
+Importing this package is cheap (no numpy, pandas or pyarrow): ``python -m core --help``
+loads it and nothing else of RankLens; each subcommand's module imports what it needs.
+"""
 
 from __future__ import annotations
 
 import io
 import json
 import sys
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
-import pandas as pd
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from core.data import Run
 
 #: name -> (module implementing add_arguments/run, one-line summary)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -19,7 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def read_named_runs(paths: list[str]) -> list:
+def read_named_runs(paths: list[str]) -> list[Run]:
     """Every run in ``paths`` (several per file when it holds several tags), renamed
     ``name (file)`` where two files use the same run name."""
     from pathlib import Path
@@ -44,12 +51,12 @@ def fail(exc: BaseException) -> int:
     return 2
 
 
-def emit_table(frame: pd.DataFrame, fmt: str, *, json_payload: Any | None = None, out=None) -> None:
+def emit_table(frame: pd.DataFrame, fmt: str, *, json_payload: Any | None = None, out: IO[str] | None = None) -> None:
     """Write ``frame`` as ``table`` (aligned text), ``csv`` or ``json`` (``json_payload`` if given)."""
     out = out or sys.stdout
     if fmt == "json":
         payload = json_payload if json_payload is not None else frame.to_dict(orient="records")
-        json.dump(payload, out, indent=2, default=_json_default)
+        out.write(json.dumps(payload, indent=2, default=_json_default))  # one write, not one per token
         out.write("\n")
     elif fmt == "csv":
         buf = io.StringIO()

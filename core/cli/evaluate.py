@@ -1,13 +1,21 @@
-"""``python -m core evaluate``: metrics of one or more runs against qrels under a tie policy."""
+"""``python -m core evaluate``: metrics of one or more runs against qrels under a tie policy.
+
+The JSON output path imports neither pandas nor scipy (unless a relevant document shares a
+tie group under the ``expected`` policy): the values go from the metric arrays to the text.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
 import sys
+from json.encoder import encode_basestring_ascii
+
+import numpy as np
 
 from core.cli import emit_table, read_named_runs
 from core.io import read_qrels
-from core.metrics import DEFAULT_METRICS, evaluate
+from core.metrics import DEFAULT_METRICS, Evaluation, evaluate
 from core.ties import POLICIES
 
 
@@ -40,9 +48,46 @@ def run(args: argparse.Namespace) -> int:
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
-        emit_table(result.aggregate, "json", json_payload=result.to_json())
+        sys.stdout.write(evaluation_json(result))
+        sys.stdout.write("\n")
     elif args.per_query:
         emit_table(result.per_query, args.format)
     else:
         emit_table(result.aggregate.reset_index(), args.format)
     return 0
+
+
+def _floats(values: np.ndarray) -> list[str]:
+    """Each float as `json.dumps` writes it: its repr, or NaN / Infinity / -Infinity."""
+    values = values.astype(np.float64, copy=False)  # a metric with no judged rows may be all-zero int64
+    if np.isfinite(values).all():
+        return list(map(float.__repr__, values.tolist()))
+    return [
+        float.__repr__(v) if math.isfinite(v) else ("NaN" if v != v else ("Infinity" if v > 0 else "-Infinity"))
+        for v in values.tolist()
+    ]
+
+
+def _block(keys: list[str], columns: list[list[str]], names: list[str], indent: str) -> str:
+    """``{key: {name: value}}`` rows at ``indent``, as ``json.dumps(indent=2)`` lays them out."""
+    if not keys:
+        return "{}"
+    inner = indent + "  "
+    row = f"{inner}%s: {{\n" + ",\n".join(f"{inner}  {encode_basestring_ascii(n)}: %s" for n in names) + f"\n{inner}}}"
+    body = ",\n".join(row % cells for cells in zip(keys, *columns, strict=True))
+    return f"{{\n{body}\n{indent}}}"
+
+
+def evaluation_json(result: Evaluation) -> str:
+    """``json.dumps(result.to_json(), indent=2)``, the same text, written from the metric
+    arrays column by column (about 4x faster than the standard encoder, which goes through its
+    pure-Python path whenever it indents)."""
+    names = [m.name for m in result.metrics]
+    runs = [encode_basestring_ascii(r) for r in result.runs]
+    agg = _block(runs, [_floats(np.array([result.means[r][m] for r in result.runs])) for m in names], names, "  ")
+    qids = [encode_basestring_ascii(str(q)) for q in result.qids.tolist()]
+    per_run = [_block(qids, [_floats(result.values[r][m]) for m in names], names, "    ") for r in result.runs]
+    per_query = (
+        "{}" if not runs else "{\n" + ",\n".join(f"    {k}: {v}" for k, v in zip(runs, per_run, strict=True)) + "\n  }"
+    )
+    return f'{{\n  "aggregate": {agg},\n  "per_query": {per_query}\n}}'
