@@ -1,16 +1,40 @@
 """``python -m core leaderboard VOTES``: Bradley-Terry ratings with intervals from a votes file.
 
 JSON output is the design's list of ``{rank, rank_ub, model, rating, ci_low, ci_high, votes,
-wins, ties, losses}``; diagnostics go to stderr as ``note:`` / ``warning:`` lines. Bad input
-raises `DataError` (one stderr line naming file and line, exit code 2, via `core.__main__`).
+wins, ties, losses}`` (a rating that is not estimable, with ``--l2 0`` and no finite MLE, is
+``null`` there, ``inf`` / ``-inf`` / ``NaN`` in CSV and the table); diagnostics go to stderr
+as ``note:`` / ``warning:`` lines. The table ends with a footer naming the L2 penalty used
+and the models whose rating is not estimable; with ``--format csv|json`` that footer goes to
+stderr as ``note:`` lines, so stdout stays one machine-readable document. Bad input raises
+`DataError` (one stderr line naming file and line, exit code 2, via `core.__main__`).
+
+``--l2``: ``auto`` (default: no penalty when the maximum-likelihood ratings exist, ridge
+``core.bt.AUTO_L2`` when they do not, stated in a warning), a ridge ``> 0``, or ``0`` for no
+penalty at all. ``--scale``, ``--base``, ``--init``: ratings are ``scale * s / ln(base) +
+init`` (FastChat's 400, 10, 1000).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from core.cli import emit_table
+
+if TYPE_CHECKING:
+    from core.bt import L2Option, Leaderboard
+
+
+def _l2(text: str) -> L2Option:
+    """argparse type of ``--l2``: ``auto`` or a number >= 0."""
+    from core.bt import parse_l2
+    from core.errors import DataError
+
+    try:
+        return parse_l2(text)
+    except DataError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -21,7 +45,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--anchor", metavar="MODEL", help="pin this model to --anchor-rating")
     parser.add_argument("--anchor-rating", type=float, default=1000.0, help="rating of the anchor (default 1000)")
     parser.add_argument("--ties", choices=["half", "davidson"], default="half", help="tie model (default half)")
-    parser.add_argument("--l2", type=float, default=0.0, help="L2 penalty on natural strengths (default 0)")
+    parser.add_argument(
+        "--l2",
+        type=_l2,
+        default="auto",
+        metavar="auto|RIDGE",
+        help="L2 penalty on natural strengths: auto (default: a small ridge only when no finite "
+        "maximum-likelihood ratings exist), a ridge > 0, or 0 for no penalty (ratings that are "
+        "not estimable are then reported as inf / -inf / NaN)",
+    )
+    parser.add_argument(
+        "--scale", type=float, default=400.0, help="rating points per factor of base in odds (default 400)"
+    )
+    parser.add_argument("--base", type=float, default=10.0, help="odds base of the rating scale (default 10)")
+    parser.add_argument("--init", type=float, default=1000.0, help="rating of the centre of each group (default 1000)")
     parser.add_argument(
         "--intervals",
         choices=["bootstrap", "sandwich"],
@@ -59,6 +96,9 @@ def run(args: argparse.Namespace) -> int:
         anchor_rating=args.anchor_rating,
         min_votes=args.min_votes,
         half_life_days=args.half_life,
+        scale=args.scale,
+        base=args.base,
+        init=args.init,
     )
     for d in lb.diagnostics:
         label = "warning" if d.level in ("warning", "error") else "note"
@@ -67,4 +107,20 @@ def run(args: argparse.Namespace) -> int:
         return 1
     frame = lb.table[bt.TABLE_COLUMNS].copy()
     emit_table(frame, args.format, json_payload=lb.records())
+    if args.format == "table":
+        print("\n".join(footer(lb)))
+    else:
+        for line in footer(lb):
+            print(f"note: {line}", file=sys.stderr)
     return 0
+
+
+def footer(lb: Leaderboard) -> list[str]:
+    """The table's footer: the L2 penalty used and, if any, the models that are not estimable."""
+    lines = [f"L2 penalty: {lb.summary.penalty}"] if lb.summary is not None else []
+    off = lb.not_estimable()
+    if off:
+        by_value = {v: [m for m, x in off.items() if x == v] for v in ("+inf", "-inf", "NaN")}
+        shown = "; ".join(f"{', '.join(names)} ({v})" for v, names in by_value.items() if names)
+        lines.append(f"not estimable without a penalty: {shown}")
+    return lines
