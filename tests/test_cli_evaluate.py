@@ -108,3 +108,40 @@ def test_demo_writes_evaluable_files(tmp_path):
     assert len(runs) == 4
     res = cli("evaluate", "--run", str(runs[0]), "--qrels", str(qrels), "--format", "json", "--ties", "expected")
     assert res.returncode == 0, res.stderr
+
+
+def _modules_after(code: str) -> set[str]:
+    """Top-level packages imported by a fresh interpreter running ``code``."""
+    probe = f"{code}\nimport sys\nprint(' '.join(sorted({{m.split('.')[0] for m in sys.modules}})), file=sys.stderr)"
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    return set(out.stderr.split("\n")[-2].split())
+
+
+def test_help_imports_no_data_library():
+    """`python -m core --help` stays fast: the parser needs none of numpy, pyarrow, pandas."""
+    loaded = _modules_after(
+        "import contextlib, io\nfrom core.__main__ import main\n"
+        "with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()): main(['--help'])"
+    )
+    assert not loaded & {"numpy", "pyarrow", "pandas", "scipy"}
+
+
+def test_evaluate_json_path_imports_neither_pandas_nor_scipy(files):
+    """Evaluating a run without ties in its relevant documents' groups, as JSON, needs
+    neither pandas (0.3 s to import) nor scipy (0.2 s): see core.cli.evaluate."""
+    args = ["evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--format", "json"]
+    code = (
+        "import contextlib, io\nfrom core.__main__ import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): assert main({[*args, '--metrics', 'mrr,map,ndcg@10']!r}) == 0"
+    )
+    loaded = _modules_after(code)
+    assert "pyarrow" in loaded and not loaded & {"pandas", "scipy"}
+    tied = _modules_after(code.replace("mrr,map,ndcg@10", "mrr,map,ndcg@10', '--ties', 'expected"))
+    assert "scipy" in tied and "pandas" not in tied  # q1's relevant a is tied with b: gammaln needed
+
+
+def test_evaluate_json_text_equals_json_dumps(files):
+    out = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == json.dumps(json.loads(out.stdout), indent=2) + "\n"
