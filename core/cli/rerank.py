@@ -14,19 +14,17 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
 from core.cli import emit_table
 from core.errors import DataError
 
-if TYPE_CHECKING:  # annotations only: the rerank package is imported when the command runs
+if TYPE_CHECKING:  # annotations only: pandas and the rerank package are imported when the command runs
     from core.data import Qrels
     from core.rerank import AsyncProvider, CandidateSet, ProgressState
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``rerank`` options: candidates, strategy, provider, output."""
-    # the choices come from the rerank package's tables (imported only for this subcommand)
+    # the choices come from the rerank package's tables (light modules: no pandas for --help)
     from core.rerank import PROVIDERS, STRATEGIES
 
     src = parser.add_argument_group("candidates")
@@ -176,6 +174,8 @@ USAGE_COLUMNS = (
 
 def run(args: argparse.Namespace) -> int:
     """Estimate (``--dry-run``) or rerank and report; exit code 2 when every query of every strategy failed."""
+    import pandas as pd
+
     from core.rerank import STRATEGIES, Prices, ReplyCache, estimate, rerank_candidates
 
     cands, demo_qrels = _candidates(args)

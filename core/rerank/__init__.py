@@ -7,33 +7,86 @@ The seams: `Provider` / `AsyncProvider` (what a provider answers; `BaseProvider`
 ones, registered in `PROVIDERS`), `OpTrace` (the call log of one operation, passed to the
 provider explicitly) and the `Estimate` / `Usage` / `ProgressState` records.
 See `core.rerank.strategies` for the exact semantics of each strategy.
+
+The names below are loaded on first use (PEP 562), so importing a light submodule such as
+`core.rerank.registry` or `core.rerank.strategies` (the CLI's choices) does not import pandas.
 """
 
 from __future__ import annotations
 
-from core.rerank.accounting import Estimate, Prices, Usage, estimate, percentile
-from core.rerank.batch import BatchResult, Progress, ProgressState, rerank_candidates
-from core.rerank.cache import DEFAULT_DIR as CACHE_DIR
-from core.rerank.cache import ReplyCache
-from core.rerank.candidates import CandidateSet, QueryCandidates
-from core.rerank.driver import QueryResult, arerank_query, arun_strategy, rerank_query, run_strategy
-from core.rerank.errors import DocumentTooLongError, InvalidOutputError, ProviderError, RerankConfigError
-from core.rerank.lexical import LexicalProvider
-from core.rerank.provider import AsyncProvider, BaseProvider, Provider
-from core.rerank.registry import PROVIDERS, ProviderSpec, make_provider
-from core.rerank.strategies import (
-    DEFAULTS,
-    PAPER_STAGES,
-    STRATEGIES,
-    Op,
-    estimate_calls,
-    parse_scale,
-    parse_stages,
-    sequential_depth,
-    tourrank_plan,
-)
-from core.rerank.trace import CallRecord, OpTrace, QueryTrace
-from core.rerank.transport import RetryPolicy
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from core.rerank.accounting import Estimate, Prices, Usage, estimate, percentile
+    from core.rerank.batch import BatchResult, Progress, ProgressState, rerank_candidates
+    from core.rerank.cache import DEFAULT_DIR as CACHE_DIR
+    from core.rerank.cache import ReplyCache
+    from core.rerank.candidates import CandidateSet, QueryCandidates
+    from core.rerank.driver import QueryResult, arerank_query, arun_strategy, rerank_query, run_strategy
+    from core.rerank.errors import DocumentTooLongError, InvalidOutputError, ProviderError, RerankConfigError
+    from core.rerank.lexical import LexicalProvider
+    from core.rerank.provider import AsyncProvider, BaseProvider, Provider
+    from core.rerank.registry import PROVIDERS, ProviderSpec, make_provider
+    from core.rerank.strategies import (
+        DEFAULTS,
+        PAPER_STAGES,
+        STRATEGIES,
+        Op,
+        estimate_calls,
+        parse_scale,
+        parse_stages,
+        sequential_depth,
+        tourrank_plan,
+    )
+    from core.rerank.trace import CallRecord, OpTrace, QueryTrace
+    from core.rerank.transport import RetryPolicy
+
+#: public name -> (submodule, attribute)
+_EXPORTS: dict[str, tuple[str, str]] = {
+    **{n: ("accounting", n) for n in ("Estimate", "Prices", "Usage", "estimate", "percentile")},
+    **{n: ("batch", n) for n in ("BatchResult", "Progress", "ProgressState", "rerank_candidates")},
+    "CACHE_DIR": ("cache", "DEFAULT_DIR"),
+    "ReplyCache": ("cache", "ReplyCache"),
+    **{n: ("candidates", n) for n in ("CandidateSet", "QueryCandidates")},
+    **{n: ("driver", n) for n in ("QueryResult", "arerank_query", "arun_strategy", "rerank_query", "run_strategy")},
+    **{n: ("errors", n) for n in ("DocumentTooLongError", "InvalidOutputError", "ProviderError", "RerankConfigError")},
+    "LexicalProvider": ("lexical", "LexicalProvider"),
+    **{n: ("provider", n) for n in ("AsyncProvider", "BaseProvider", "Provider")},
+    **{n: ("registry", n) for n in ("PROVIDERS", "ProviderSpec", "make_provider")},
+    **{
+        n: ("strategies", n)
+        for n in (
+            "DEFAULTS",
+            "PAPER_STAGES",
+            "STRATEGIES",
+            "Op",
+            "estimate_calls",
+            "parse_scale",
+            "parse_stages",
+            "sequential_depth",
+            "tourrank_plan",
+        )
+    },
+    **{n: ("trace", n) for n in ("CallRecord", "OpTrace", "QueryTrace")},
+    "RetryPolicy": ("transport", "RetryPolicy"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    """Load a public name from its submodule on first use (then it is a plain module global)."""
+    try:
+        module, attr = _EXPORTS[name]
+    except KeyError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attr)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 __all__ = [
     "CACHE_DIR",

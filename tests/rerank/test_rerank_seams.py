@@ -261,3 +261,18 @@ def test_cache_write_refused_by_the_disk_is_counted_not_raised(tmp_path):
     cache = ReplyCache(blocker / "cache")  # every write fails: the parent is a file
     cache.put("ab" + "0" * 62, {"reply": "x"})
     assert cache.write_errors == 1 and cache.last_write_error and cache.get("ab" + "0" * 62) is None
+
+
+def test_rerank_parser_reads_the_registry_without_importing_pandas():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys; from core.__main__ import build_parser; p = build_parser('rerank'); "
+        "a = p.parse_args(['rerank', '--provider', 'lexical']); "
+        "print(a.provider, 'pandas' in sys.modules, 'openai' in sys.modules)"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["lexical", "False", "False"]
