@@ -125,6 +125,7 @@ async def _aask(provider: AsyncProvider, query: str, texts: list[str], op: Op, t
 
 
 def _call_sync(provider: Provider, query: str, texts: list[str], op: Op, qtrace: QueryTrace, scale: int) -> Any:
+    """One operation with its own trace (index = operations finished so far): the validated answer."""
     trace = OpTrace(qtrace, op, qtrace.ops)
     t0 = time.perf_counter()
     answer, error = None, None
@@ -145,6 +146,7 @@ async def _call_async(
     sem: asyncio.Semaphore | None,
     index: int,
 ) -> Any:
+    """One operation of a concurrent batch (``index`` fixed when the batch starts), holding ``sem``."""
     trace = OpTrace(qtrace, op, index)
     t0 = time.perf_counter()
     answer, error = None, None
@@ -222,6 +224,7 @@ def _setup(
     provider: Provider,
     on_op: Callable[[], None] | None,
 ) -> _Setup:
+    """Resolve parameters, truncate, shuffle (seeded) and open the query's trace."""
     p = resolve_params(name, params)
     texts, truncated = prepare_texts([str(t) for t in passages], max_chars, strict, qid)
     n = len(texts)
@@ -236,6 +239,7 @@ def _setup(
 
 
 def _result(qid: str, outcome: Outcome, s: _Setup, t0: float) -> QueryResult:
+    """The outcome mapped back from shown positions to input indices, with the query's bookkeeping."""
     perm = s.perm
     order = [perm[i] for i in outcome.order]
     scores = None
