@@ -21,7 +21,8 @@ Measurement:
   on Linux the kernel's high-water mark is reset before a phase (``/proc/self/clear_refs``
   ``5``) and read after it (``VmHWM``); elsewhere the process peak so far is reported.
 - `run_worker` runs ``python <script> <args>`` in a fresh process (clean peaks, no shared
-  caches) and returns the JSON the worker wrote to ``--out``.
+  caches) and returns the JSON the worker wrote to ``--out``; `run_process` times a whole
+  command (wall, CPU and peak RSS of that one process, from ``wait4``).
 """
 
 from __future__ import annotations
@@ -199,6 +200,42 @@ def run_worker(
         result = json.loads(out.read_text())
     result["_stdout"] = proc.stdout
     return result
+
+
+#: `run_process` measures from a small intermediate interpreter: a child's peak RSS as the
+#: kernel reports it includes the memory of the process that spawned it (kept across exec),
+#: which for the benchmark itself would be 100+ MB of numpy and pyarrow.
+_MEASURE = """
+import json, os, subprocess, sys, time
+start = time.perf_counter()
+proc = subprocess.Popen(sys.argv[1:])
+_, status, usage = os.wait4(proc.pid, 0)
+seconds = time.perf_counter() - start
+proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+sys.stderr.write("\\n" + json.dumps([seconds, usage.ru_utime, usage.ru_stime, usage.ru_maxrss, proc.returncode]))
+"""
+
+
+def run_process(cmd: Sequence[str], stdout: str | Path, *, cwd: str | Path | None = None) -> dict[str, float]:
+    """Run ``cmd`` to completion with its standard output written to ``stdout``; return its
+    ``seconds`` (wall, from start to exit), ``cpu`` and ``sys`` (user+system and system
+    seconds of that one process and its threads, from ``wait4``) and ``peak_mb`` (its peak
+    RSS, plus the ~10 MB of the measuring interpreter). Raises ``RuntimeError`` with the
+    stderr tail when it fails."""
+    with open(stdout, "wb") as out:
+        proc = subprocess.run(
+            [sys.executable, "-c", _MEASURE, *cmd], stdout=out, stderr=subprocess.PIPE, cwd=cwd, check=False
+        )
+    lines = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+    try:
+        seconds, user, system, maxrss, code = json.loads(lines[-1])
+    except (IndexError, ValueError):
+        seconds, user, system, maxrss, code = 0.0, 0.0, 0.0, 0, proc.returncode or 1
+    if code != 0:
+        tail = "\n".join(lines[-15:])
+        raise RuntimeError(f"{' '.join(cmd)} failed (exit {code}):\n{tail}")
+    peak = maxrss / MB if sys.platform == "darwin" else maxrss / 1024
+    return {"seconds": seconds, "cpu": user + system, "sys": system, "peak_mb": peak}
 
 
 def write_result(path: str | Path, payload: dict[str, Any]) -> None:

@@ -20,6 +20,12 @@ memory, nothing cached across systems); inside it, its phases run in order in th
   recall@100, precision@10, ndcg@10, ndcg, map, r-precision; only on the float run (its sort
   is unstable, so tied runs are not comparable); a tiny warm-up compiles its numba code first.
 
+Whole processes (issue 9): ``python -m core evaluate`` (4 metrics, ``--ties expected``,
+``--format json``) against a pytrec_eval script doing the same work in its own process (parse
+both files with a Python reader, ``RelevanceEvaluator`` on the same 4 measures, ``json.dump``
+of the same per-query document), alternating, median of ``--repeat`` rounds each, everything
+counted (interpreter start, imports, exit); and ``python -m core --help`` (best of 5).
+
 Prints a table per pair (seconds, ratio vs RankLens, peak RSS per phase), checks the issue's
 targets and checks that RankLens' ``trec`` values equal pytrec_eval's means to 1e-9.
 
@@ -57,6 +63,7 @@ from bench._common import (  # noqa: E402
     graded_qrels,
     load_average,
     rss_mb,
+    run_process,
     run_worker,
     synthetic_run,
     total_phases,
@@ -94,7 +101,35 @@ RANX_METRICS = {
     "rprec": "r-precision",
 }
 TOLERANCE = 1e-9
-TARGETS = {"cold": 3.0, "reeval": 1.0, "peak_mb": 1.5 * 1024, "pytrec": 4.0, "ranx": 10.0}
+TARGETS = {"cold": 3.0, "reeval": 1.0, "peak_mb": 1.5 * 1024, "pytrec": 4.0, "ranx": 10.0, "process": 4.0, "help": 0.3}
+
+#: Whole-process comparison: RankLens metric -> pytrec_eval measure (4 metrics, as in issue 9).
+PROCESS_METRICS = {"mrr": "recip_rank", "ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map": "map"}
+PROCESS_TIES = "expected"
+#: The pytrec_eval side of it, run as ``python -c PYTREC_SCRIPT RUN QRELS TAG MEASURES_JSON``:
+#: what a user would write to get the same JSON document (aggregate = mean over the qrels'
+#: queries, a query without results scoring 0, as RankLens reports it).
+PYTREC_SCRIPT = """
+import json, sys
+import pytrec_eval
+run_path, qrels_path, tag, names = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+run = {}
+with open(run_path) as handle:
+    for line in handle:
+        qid, _, docid, _, score, _ = line.split()
+        run.setdefault(qid, {})[docid] = float(score)
+qrels = {}
+with open(qrels_path) as handle:
+    for line in handle:
+        qid, _, docid, grade = line.split()
+        qrels.setdefault(qid, {})[docid] = int(grade)
+values = pytrec_eval.RelevanceEvaluator(qrels, set(names.values())).evaluate(run)
+zero = dict.fromkeys(names, 0.0)
+per_query = {q: {ours: values[q][theirs] for ours, theirs in names.items()} if q in values else zero for q in qrels}
+aggregate = {m: sum(v[m] for v in per_query.values()) / len(per_query) for m in names}
+json.dump({"aggregate": {tag: aggregate}, "per_query": {tag: per_query}}, sys.stdout, indent=2)
+sys.stdout.write("\\n")
+"""
 
 
 # ---------------------------------------------------------------------------------------
@@ -310,6 +345,66 @@ def worker_ranx(args: argparse.Namespace) -> dict[str, Any]:
 
 
 WORKERS = {"ours": worker_ours, "pytrec": worker_pytrec, "ranx": worker_ranx}
+
+
+def bench_process(args: argparse.Namespace, directory: Path, run_kind: str, qrels_kind: str) -> dict[str, Any]:
+    """Whole processes, alternating (both see the same machine): RankLens' command line and
+    the pytrec_eval script, ``args.repeat`` rounds each; medians (peak: the largest)."""
+    run, qrels = str(directory / RUN_FILES[run_kind][0]), str(directory / QRELS_FILES[qrels_kind])
+    ours_cmd = [sys.executable, "-m", "core", "evaluate", "--run", run, "--qrels", qrels]
+    ours_cmd += ["--metrics", ",".join(PROCESS_METRICS), "--ties", PROCESS_TIES, "--format", "json"]
+    peer_cmd = [sys.executable, "-c", PYTREC_SCRIPT, run, qrels, RUN_TAG, json.dumps(PROCESS_METRICS)]
+    ours: list[dict[str, float]] = []
+    peer: list[dict[str, float]] = []
+    with tempfile.TemporaryDirectory(prefix="bench-process-") as tmp:
+        ours_out, peer_out = Path(tmp) / "ours.json", Path(tmp) / "pytrec.json"
+        for _ in range(args.repeat):
+            ours.append(run_process(ours_cmd, ours_out, cwd=ROOT))
+            if not args.skip_peers:
+                peer.append(run_process(peer_cmd, peer_out))
+        mine = json.loads(ours_out.read_text())["per_query"][RUN_TAG]
+        if peer:  # the same document: every qrels query, the same metric names
+            theirs = json.loads(peer_out.read_text())["per_query"][RUN_TAG]
+            if list(mine) != list(theirs) or any(list(mine[q]) != list(theirs[q]) for q in mine):
+                raise RuntimeError("the two processes wrote different documents (queries or metrics)")
+    return {"ours": _median_phase(ours), "pytrec": _median_phase(peer) if peer else None, "queries": len(mine)}
+
+
+def process_table(proc: dict[str, Any], repeat: int) -> str:
+    ours, peer = proc["ours"], proc["pytrec"]
+    rows = [
+        _process_row(f"python -m core evaluate --ties {PROCESS_TIES} --format json", ours),
+    ]
+    if peer is not None:
+        rows.append(_process_row("pytrec_eval script: Python reader, RelevanceEvaluator, json.dump", peer, ours))
+    title = (
+        f"whole process, {len(PROCESS_METRICS)} metrics ({', '.join(PROCESS_METRICS)}) of {proc['queries']:,} queries"
+        f" as per-query JSON; median of {repeat} alternating runs, start to exit:"
+    )
+    return (
+        title
+        + "\n"
+        + format_table(["process", "wall s", "cpu s", "sys s", "vs ours wall", "vs ours cpu", "peak RSS"], rows)
+    )
+
+
+def _process_row(label: str, item: dict[str, float], ref: dict[str, float] | None = None) -> list[str]:
+    return [
+        label,
+        fmt_seconds(item["seconds"]),
+        fmt_seconds(item["cpu"]),
+        fmt_seconds(item["sys"]),
+        fmt_ratio(_ratio(item, ref, "seconds")) if ref else "",
+        fmt_ratio(_ratio(item, ref, "cpu")) if ref else "",
+        fmt_mb(item["peak_mb"]),
+    ]
+
+
+def bench_help(rounds: int = 5) -> float:
+    """Best wall time of ``python -m core --help`` over ``rounds`` processes."""
+    with tempfile.TemporaryDirectory(prefix="bench-help-") as tmp:
+        cmd = [sys.executable, "-m", "core", "--help"]
+        return min(run_process(cmd, Path(tmp) / "help.txt", cwd=ROOT)["seconds"] for _ in range(rounds))
 
 
 # ---------------------------------------------------------------------------------------
@@ -537,6 +632,8 @@ def bench_pair(args: argparse.Namespace, directory: Path, run_kind: str, qrels_k
     )
     summary = summarise(ours, pytrec, ranx)
     print(pair_table(ours, pytrec, ranx, summary, args.repeat))
+    proc = bench_process(args, directory, run_kind, qrels_kind)
+    print("\n" + process_table(proc, args.repeat))
     if run_kind != "float" and not args.skip_peers:
         print("ranx: not run on the tied run (its sort is unstable, so its tie order is arbitrary)")
     ok = None
@@ -571,6 +668,7 @@ def bench_pair(args: argparse.Namespace, directory: Path, run_kind: str, qrels_k
         "ok": ok,
         "ranx_diff": ranx_diff,
         "ours": ours,
+        "process": proc,
     }
 
 
@@ -600,6 +698,20 @@ def print_summary(args: argparse.Namespace, results: list[dict[str, Any]]) -> No
                 )
             else:
                 cells.append("-")
+        proc = res["process"]
+        if proc["pytrec"] is not None:
+            ours_p, peer_p = proc["ours"], proc["pytrec"]
+            cells.append(
+                _verdict(
+                    peer_p["seconds"] / ours_p["seconds"],
+                    TARGETS["process"],
+                    "x",
+                    at_least=True,
+                    cpu=peer_p["cpu"] / ours_p["cpu"] if ours_p["cpu"] else None,
+                )
+            )
+        else:
+            cells.append("-")
         cells.append("-" if res["ok"] is None else ("OK" if res["ok"] else "MISMATCH"))
         rows.append(cells)
     print(
@@ -611,6 +723,7 @@ def print_summary(args: argparse.Namespace, results: list[dict[str, Any]]) -> No
                 "peak < 1,536 MB",
                 ">= 4x pytrec_eval",
                 ">= 10x ranx",
+                ">= 4x pytrec_eval, whole process",
                 "= pytrec_eval",
             ],
             rows,
@@ -625,8 +738,12 @@ def print_summary(args: argparse.Namespace, results: list[dict[str, Any]]) -> No
         "it includes the interpreter, libraries and data still held from earlier phases. Files are read from the\n"
         "page cache (just written). 'vs ours': peer load / our parse, peer evaluate / our cold trec evaluation,\n"
         "peer end to end / our cold end to end under BOTH policies (pytrec_eval and ranx compute one).\n"
-        "pytrec_eval's recip_rank has no cut-off, so the agreement check compares it with RankLens' mrr."
+        "pytrec_eval's recip_rank has no cut-off, so the agreement check compares it with RankLens' mrr.\n"
+        "Whole process: python -m core evaluate vs the pytrec_eval script, each from interpreter start to exit\n"
+        "(imports, parsing, evaluation, JSON), median wall of the alternating runs (CPU ratio in brackets)."
     )
+    help_seconds = bench_help()
+    print(f"python -m core --help: {_verdict(help_seconds, TARGETS['help'], 's')} (best of 5, target <= 0.3 s)")
 
 
 def _verdict(value: float, target: float, unit: str, at_least: bool = False, cpu: float | None = None) -> str:
