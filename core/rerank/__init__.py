@@ -4,7 +4,7 @@ Entry points: `run_strategy` (one query, final order as 0-based indices), `estim
 (calls, tokens and cost before a run), `rerank_candidates` (a whole candidate set -> Run,
 `Usage` and the call log) and `make_provider` (a registered provider by name).
 The seams: `Provider` / `AsyncProvider` (what a provider answers; `BaseProvider` for new
-ones, registered in `PROVIDERS`), `OpTrace` (the call log of one operation, passed to the
+ones, registered in `PROVIDERS`), `StrategySpec` (one row of the strategy table), `OpTrace` (the call log of one operation, passed to the
 provider explicitly) and the `Estimate` / `Usage` / `ProgressState` records.
 See `core.rerank.strategies` for the exact semantics of each strategy.
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         PAPER_STAGES,
         STRATEGIES,
         Op,
+        StrategySpec,
         estimate_calls,
         parse_scale,
         parse_stages,
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "PAPER_STAGES",
             "STRATEGIES",
             "Op",
+            "StrategySpec",
             "estimate_calls",
             "parse_scale",
             "parse_stages",
@@ -117,6 +119,7 @@ __all__ = [
     "ReplyCache",
     "RerankConfigError",
     "RetryPolicy",
+    "StrategySpec",
     "Usage",
     "arerank_query",
     "arun_strategy",

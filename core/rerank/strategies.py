@@ -27,6 +27,10 @@ tourrank, given the same answers):
   documents (one batch, pairs i<j in input order, ``compare(i, j)`` then ``compare(j, i)``),
   aggregated with a Bradley-Terry fit (undecided = half a win each); documents beyond
   ``max_docs`` keep their input order after the judged ones. Calls: k(k-1), k = min(n, max_docs).
+
+Every strategy is one `StrategySpec` row of `TABLE` (defaults, parameter check, traversal, exact
+call count, sequential depth, shown passages for cost estimates); `STRATEGIES` and `DEFAULTS` are
+read from it. A new strategy is a traversal generator here plus one row.
 """
 
 from __future__ import annotations
@@ -35,25 +39,15 @@ import json
 import math
 import random
 import re
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 from core.rerank.btfit import fit_pairs
 from core.rerank.errors import RerankConfigError
 
-STRATEGIES: tuple[str, ...] = ("rankgpt", "prp", "tourrank", "pointwise", "prp-allpairs")
-
 #: TourRank paper stages for top-100 (groups, group_size, keep): 100 -> 50 -> 20 -> 10 -> 5 -> 2.
 PAPER_STAGES: tuple[tuple[int, int, int], ...] = ((5, 20, 10), (5, 10, 4), (1, 20, 10), (1, 10, 5), (1, 5, 2))
-
-DEFAULTS: dict[str, dict[str, Any]] = {
-    "rankgpt": {"window": 20, "stride": 10},
-    "prp": {"passes": 10},
-    "tourrank": {"rounds": 2, "stages": None, "seed": 13},
-    "pointwise": {"scale": 3},
-    "prp-allpairs": {"max_docs": 20},
-}
 
 
 @dataclass(frozen=True)
@@ -91,28 +85,23 @@ def _int(params: dict[str, Any], key: str, low: int = 1) -> int:
     return ivalue
 
 
+def _spec(name: str) -> StrategySpec:
+    spec = TABLE.get(name)
+    if spec is None:
+        raise RerankConfigError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    return spec
+
+
 def resolve_params(name: str, params: dict[str, Any]) -> dict[str, Any]:
     """Defaults merged with ``params``; unknown keys and bad values raise `RerankConfigError`."""
-    if name not in DEFAULTS:
-        raise RerankConfigError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
-    unknown = set(params) - set(DEFAULTS[name])
+    spec = _spec(name)
+    unknown = set(params) - set(spec.defaults)
     if unknown:
         raise RerankConfigError(
-            f"unknown parameter(s) {', '.join(sorted(unknown))} for {name}; expected {', '.join(DEFAULTS[name])}"
+            f"unknown parameter(s) {', '.join(sorted(unknown))} for {name}; expected {', '.join(spec.defaults)}"
         )
-    out = {**DEFAULTS[name], **{k: v for k, v in params.items() if v is not None}}
-    if name == "rankgpt":
-        out["window"], out["stride"] = _int(out, "window"), _int(out, "stride")
-        if out["stride"] > out["window"]:
-            raise RerankConfigError("stride must be <= window")
-    elif name == "prp":
-        out["passes"] = _int(out, "passes")
-    elif name == "tourrank":
-        out["rounds"], out["seed"] = _int(out, "rounds"), _int(out, "seed", low=-(2**62))
-    elif name == "pointwise":
-        out["scale"] = parse_scale(out["scale"])
-    elif name == "prp-allpairs":
-        out["max_docs"] = _int(out, "max_docs", low=2)
+    out = {**spec.defaults, **{k: v for k, v in params.items() if v is not None}}
+    spec.check(out)
     return out
 
 
@@ -179,50 +168,19 @@ def parse_stages(text: str) -> list[tuple[int, ...]]:
 def estimate_calls(name: str, n: int, **params: Any) -> int:
     """Exact number of provider operations for one query of ``n`` documents (no re-asks)."""
     p = resolve_params(name, params)
-    if n <= 0:
-        return 0
-    if name == "rankgpt":
-        return 1 if n <= p["window"] else math.ceil((n - p["window"]) / p["stride"]) + 1
-    if name == "prp":
-        return 2 * p["passes"] * (n - 1)
-    if name == "tourrank":
-        return p["rounds"] * sum(g for g, _, _ in tourrank_plan(n, p["stages"]))
-    if name == "pointwise":
-        return n
-    k = min(n, p["max_docs"])
-    return k * (k - 1)
+    return _spec(name).calls(n, p) if n > 0 else 0
 
 
 def sequential_depth(name: str, n: int, **params: Any) -> int:
     """Number of batches that must run one after another (the floor of wall time in calls)."""
     p = resolve_params(name, params)
-    if n <= 0:
-        return 0
-    if name == "rankgpt":
-        return estimate_calls(name, n, **params)
-    if name == "prp":
-        return p["passes"] * (n - 1)
-    if name == "tourrank":
-        return p["rounds"] * len(tourrank_plan(n, p["stages"]))
-    if name == "prp-allpairs":
-        return 1 if min(n, p["max_docs"]) >= 2 else 0
-    return 1
+    return _spec(name).depth(n, p) if n > 0 else 0
 
 
 def shown_counts(name: str, n: int, **params: Any) -> list[tuple[str, int, int]]:
     """``(op, passages shown, how many such calls)`` for cost estimates."""
     p = resolve_params(name, params)
-    if n <= 0:
-        return []
-    if name == "rankgpt":
-        return [("rank", min(n, p["window"]), estimate_calls(name, n, **params))]
-    if name == "prp":
-        return [("compare", 2, estimate_calls(name, n, **params))]
-    if name == "tourrank":
-        return [("select", s, p["rounds"] * g) for g, s, _ in tourrank_plan(n, p["stages"])]
-    if name == "pointwise":
-        return [("grade", 1, n)]
-    return [("compare", 2, estimate_calls(name, n, **params))]
+    return _spec(name).shown(n, p) if n > 0 else []
 
 
 # ---- traversals --------------------------------------------------------------------------------
@@ -302,14 +260,113 @@ def _allpairs(n: int, max_docs: int) -> StrategyGen:
 
 def make_strategy(name: str, n: int, params: dict[str, Any]) -> StrategyGen:
     """The traversal generator for ``name`` on ``n`` documents (params already resolved)."""
-    if name == "rankgpt":
-        return _rankgpt(n, params["window"], params["stride"])
-    if name == "prp":
-        return _prp(n, params["passes"])
-    if name == "tourrank":
-        return _tourrank(n, params["rounds"], params["stages"], params["seed"])
-    if name == "pointwise":
-        return _pointwise(n, params["scale"])
-    if name == "prp-allpairs":
-        return _allpairs(n, params["max_docs"])
-    raise RerankConfigError(f"unknown strategy {name!r}; expected one of {', '.join(STRATEGIES)}")
+    return _spec(name).traversal(n, params)
+
+
+# ---- the table: one row per strategy -----------------------------------------------------------
+Params = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class StrategySpec:
+    """A registered strategy. ``defaults`` name every parameter; ``check(p)`` validates and
+    coerces the merged parameters in place (raising `RerankConfigError`); the others take the
+    candidate count ``n >= 1`` and the resolved parameters: ``traversal`` (the generator; also
+    used for n = 0), ``calls`` (exact operations), ``depth`` (batches run one after another) and
+    ``shown`` (``(op, passages shown, calls)`` rows for cost estimates)."""
+
+    name: str
+    defaults: dict[str, Any]
+    check: Callable[[Params], None]
+    traversal: Callable[[int, Params], StrategyGen]
+    calls: Callable[[int, Params], int]
+    depth: Callable[[int, Params], int]
+    shown: Callable[[int, Params], list[tuple[str, int, int]]]
+
+
+def _check_rankgpt(p: Params) -> None:
+    p["window"], p["stride"] = _int(p, "window"), _int(p, "stride")
+    if p["stride"] > p["window"]:
+        raise RerankConfigError("stride must be <= window")
+
+
+def _check_prp(p: Params) -> None:
+    p["passes"] = _int(p, "passes")
+
+
+def _check_tourrank(p: Params) -> None:
+    p["rounds"], p["seed"] = _int(p, "rounds"), _int(p, "seed", low=-(2**62))
+
+
+def _check_pointwise(p: Params) -> None:
+    p["scale"] = parse_scale(p["scale"])
+
+
+def _check_allpairs(p: Params) -> None:
+    p["max_docs"] = _int(p, "max_docs", low=2)
+
+
+def _rankgpt_calls(n: int, p: Params) -> int:
+    return 1 if n <= p["window"] else math.ceil((n - p["window"]) / p["stride"]) + 1
+
+
+def _allpairs_calls(n: int, p: Params) -> int:
+    k = min(n, p["max_docs"])
+    return k * (k - 1)
+
+
+TABLE: dict[str, StrategySpec] = {
+    spec.name: spec
+    for spec in (
+        StrategySpec(
+            "rankgpt",
+            {"window": 20, "stride": 10},
+            _check_rankgpt,
+            lambda n, p: _rankgpt(n, p["window"], p["stride"]),
+            _rankgpt_calls,
+            _rankgpt_calls,
+            lambda n, p: [("rank", min(n, p["window"]), _rankgpt_calls(n, p))],
+        ),
+        StrategySpec(
+            "prp",
+            {"passes": 10},
+            _check_prp,
+            lambda n, p: _prp(n, p["passes"]),
+            lambda n, p: 2 * p["passes"] * (n - 1),
+            lambda n, p: p["passes"] * (n - 1),
+            lambda n, p: [("compare", 2, 2 * p["passes"] * (n - 1))],
+        ),
+        StrategySpec(
+            "tourrank",
+            {"rounds": 2, "stages": None, "seed": 13},
+            _check_tourrank,
+            lambda n, p: _tourrank(n, p["rounds"], p["stages"], p["seed"]),
+            lambda n, p: p["rounds"] * sum(g for g, _, _ in tourrank_plan(n, p["stages"])),
+            lambda n, p: p["rounds"] * len(tourrank_plan(n, p["stages"])),
+            lambda n, p: [("select", s, p["rounds"] * g) for g, s, _ in tourrank_plan(n, p["stages"])],
+        ),
+        StrategySpec(
+            "pointwise",
+            {"scale": 3},
+            _check_pointwise,
+            lambda n, p: _pointwise(n, p["scale"]),
+            lambda n, p: n,
+            lambda n, p: 1,
+            lambda n, p: [("grade", 1, n)],
+        ),
+        StrategySpec(
+            "prp-allpairs",
+            {"max_docs": 20},
+            _check_allpairs,
+            lambda n, p: _allpairs(n, p["max_docs"]),
+            _allpairs_calls,
+            lambda n, p: 1 if min(n, p["max_docs"]) >= 2 else 0,
+            lambda n, p: [("compare", 2, _allpairs_calls(n, p))],
+        ),
+    )
+}
+
+#: Strategy names, in menu order.
+STRATEGIES: tuple[str, ...] = tuple(TABLE)
+#: Default parameters per strategy.
+DEFAULTS: dict[str, dict[str, Any]] = {name: spec.defaults for name, spec in TABLE.items()}

@@ -276,3 +276,47 @@ def test_rerank_parser_reads_the_registry_without_importing_pandas():
     root = Path(__file__).resolve().parents[2]
     out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["lexical", "False", "False"]
+
+
+# ---- the strategy table ---------------------------------------------------------------------
+def _identity_answers(batch):
+    out = []
+    for op in batch:
+        if op.kind == "rank":
+            out.append(list(range(len(op.ids))))
+        elif op.kind == "compare":
+            out.append("A")
+        elif op.kind == "select":
+            out.append(list(range(op.m)))
+        else:
+            out.append(0)
+    return out
+
+
+@pytest.mark.parametrize("name", ["rankgpt", "prp", "tourrank", "pointwise", "prp-allpairs"])
+def test_every_table_row_counts_exactly_what_its_traversal_asks(name):
+    from collections import Counter
+
+    from core.rerank import DEFAULTS, STRATEGIES, StrategySpec
+    from core.rerank.strategies import TABLE, make_strategy, resolve_params, sequential_depth, shown_counts
+
+    assert tuple(TABLE) == STRATEGIES and isinstance(TABLE[name], StrategySpec)
+    assert DEFAULTS[name] == TABLE[name].defaults
+    params = {"prp": {"passes": 2}, "prp-allpairs": {"max_docs": 6}}.get(name, {})
+    for n in range(41):
+        gen = make_strategy(name, n, resolve_params(name, dict(params)))
+        ops, batches = [], 0
+        try:
+            batch = next(gen)
+            while True:
+                ops += batch
+                batches += 1
+                batch = gen.send(_identity_answers(batch))
+        except StopIteration:
+            pass
+        assert len(ops) == estimate_calls(name, n, **params), n
+        assert batches == sequential_depth(name, n, **params), n
+        shown = Counter()
+        for kind, k, count in shown_counts(name, n, **params):
+            shown[(kind, k)] += count
+        assert shown == Counter((op.kind, len(op.ids)) for op in ops), n
