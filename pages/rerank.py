@@ -225,7 +225,7 @@ if "prp-allpairs" in strategies:
         )
     }
 o1, o2, o3, o4 = st.columns(4)
-concurrency = o1.number_input("Concurrency", 1, 64, 8 if provider_kind == "openai" else 1, key="rr_conc")
+concurrency = o1.number_input("Concurrency", 1, 64, 1 if PROVIDERS[provider_kind].offline else 8, key="rr_conc")
 max_chars = o2.number_input(
     "Max characters per passage",
     0,
