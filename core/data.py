@@ -75,7 +75,7 @@ class Derived:
 
     def per(self, key: Key[T], other: object, build: Callable[[], T]) -> T:
         """The value under ``key`` for the ``other`` object, built by ``build()`` the first
-        time; held weakly by ``other``: it does not keep ``other`` alive."""
+        time; ``other`` is held weakly: the store does not keep it alive."""
         table = self._per.get(key)
         if table is None:
             table = self._per.setdefault(key, weakref.WeakKeyDictionary())
@@ -195,22 +195,26 @@ def content_digest(obj: Run | Qrels | Votes) -> str:
 
 def _as_string(col: pa.ChunkedArray | pa.Array) -> pa.Array:
     """One contiguous string array (dictionary columns decoded, large strings narrowed)."""
-    arr = contiguous(col)
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.dictionary_decode()
-    if not pa.types.is_string(arr.type):
-        arr = pc.cast(arr, pa.string())
-    return arr
+    return contiguous(_string_column(col))
+
+
+def _string_column(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Array:
+    """A string column, chunks kept (dictionary columns decoded, large strings narrowed)."""
+    if pa.types.is_dictionary(col.type):
+        col = pc.cast(col, col.type.value_type)
+    if not pa.types.is_string(col.type):
+        col = pc.cast(col, pa.string())
+    return col
 
 
 def _query_codes(table: pa.Table, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
     """`encode_queries` of the qid column; its Arrow dictionary is kept as `QID_DICTIONARY`."""
-    codes, dictionary = _encode_strings(contiguous(table["qid"]))
+    codes, dictionary = _encode_strings(table["qid"])
     derived.seed(QID_DICTIONARY, dictionary)
     return codes, np.asarray(dictionary.to_pylist(), dtype=object)
 
 
-def _encode_strings(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
+def _encode_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """``(codes, dictionary)``: int32 code per row into the distinct strings in order of first
     appearance, as ``dictionary_encode`` gives them. A column grouped into runs of equal values
     (a run file's qids) is coded from the boundaries between runs, 5x faster than hashing
@@ -221,12 +225,12 @@ def _encode_strings(values: pa.Array) -> tuple[np.ndarray, pa.Array]:
         change[0] = True
         change[1:] = as_numpy(pc.not_equal(values.slice(1), values.slice(0, n - 1)))
         heads = np.flatnonzero(change)
-        dictionary = values.take(as_arrow(heads))
+        dictionary = contiguous(values.take(as_arrow(heads)))
         if len(pc.unique(dictionary)) == len(heads):
             codes = np.cumsum(change, dtype=np.int32)
             codes -= 1
             return codes, dictionary
-    enc = values.dictionary_encode()
+    enc = contiguous(values).dictionary_encode()
     return as_numpy(enc.indices).astype(np.int32, copy=False), enc.dictionary
 
 
@@ -502,13 +506,15 @@ class Run:
                 file=source,
                 expected="columns qid, docid, score[, rank]",
             )
-        cols: dict[str, pa.Array] = {
-            "qid": _as_string(table["qid"]),
+        # docid and score are read as whole arrays (numpy views, Arrow takes); qid and rank are
+        # left in the parser's chunks (coded / combined on use): 120 MB less copying for 7M rows
+        cols: dict[str, pa.Array | pa.ChunkedArray] = {
+            "qid": _string_column(table["qid"]),
             "docid": _as_string(table["docid"]),
             "score": contiguous(pc.cast(table["score"], pa.float64())),
         }
         if "rank" in table.column_names:
-            cols["rank"] = contiguous(pc.cast(table["rank"], pa.int64()))
+            cols["rank"] = pc.cast(table["rank"], pa.int64())
         run = cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
         if validate:
             run.validate()
@@ -534,9 +540,8 @@ class Run:
         if self.table.num_rows == 0:
             raise DataError("run has no rows", file=self.source, expected="at least one result")
         for col in ("qid", "docid"):
-            arr = contiguous(self.table[col])
-            if arr.null_count:
-                row = int(np.flatnonzero(arr.is_null().to_numpy(zero_copy_only=False))[0])
+            if self.table[col].null_count:
+                row = int(np.flatnonzero(as_numpy(pc.is_null(self.table[col])))[0])
                 raise DataError(f"missing {col}", file=self.source, expected=f"a non-empty {col}", rows=(row,))
         # an empty qid is one of the few distinct qids; exact (integer) docids are never empty
         empty_q = np.flatnonzero(self.qid_values == "")
