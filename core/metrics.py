@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -547,16 +547,33 @@ def evaluate_policies(
     policies: Sequence[str] = ("trec", "expected", "pessimistic", "optimistic"),
     rel_level: int = 1,
 ) -> pd.DataFrame:
-    """Aggregate table in long form: columns run, metric, and one column per policy."""
+    """Aggregate table in long form: columns run, metric, and one column per policy
+    (`policy_table` of one evaluation of `plain_metrics` per policy)."""
+    parsed = parse_metrics(metrics)
+    plain = plain_metrics(parsed)
+    evaluations = {
+        policy: evaluate(runs, qrels, plain, ties=check_policy(policy), rel_level=rel_level) for policy in policies
+    }
+    return policy_table(evaluations, parsed)
+
+
+def plain_metrics(metrics: Sequence[Metric]) -> list[Metric]:
+    """Each metric without a forced policy or alias (``mtrr@k`` -> ``mrr@k``, ``tmhits@k`` ->
+    ``hits@k``), unique, in order: what to evaluate under every policy."""
+    return list(dict.fromkeys(Metric(m.family, m.k) for m in metrics))
+
+
+def policy_table(evaluations: Mapping[str, Evaluation], metrics: Sequence[Metric]) -> pd.DataFrame:
+    """Long table (columns run, metric, one column per policy, in ``evaluations`` order) of
+    evaluations of `plain_metrics` ``(metrics)`` keyed by policy. An alias (``mtrr@k``,
+    ``tmhits@k``) reports its plain metric under each policy, under its own name."""
     import pandas as pd
 
-    parsed = parse_metrics(metrics)
-    plain = list(dict.fromkeys(Metric(m.family, m.k) for m in parsed))
     out = []
-    for policy in policies:
-        ev = evaluate(runs, qrels, plain, ties=check_policy(policy), rel_level=rel_level)
-        # aliases (mtrr@k, tmhits@k) report the plain metric under each policy, under their own name
-        agg = pd.DataFrame({m.name: ev.aggregate[Metric(m.family, m.k).name] for m in parsed}, index=ev.aggregate.index)
+    for policy, ev in evaluations.items():
+        agg = pd.DataFrame(
+            {m.name: ev.aggregate[Metric(m.family, m.k).name] for m in metrics}, index=ev.aggregate.index
+        )
         long = agg.reset_index().melt(id_vars="run", var_name="metric", value_name=policy)
         out.append(long.set_index(["run", "metric"]))
     return pd.concat(out, axis=1).reset_index()
