@@ -1,0 +1,33 @@
+"""Tables of the Fusion page: the evaluation of the inputs and the fused run, and a query's
+relevant documents. (The provenance tables are `core.fusion.provenance` /
+`core.fusion.provenance_wide`; the missing-queries table is `FusionReport.missing_frame`.)"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from core.data import Qrels
+
+
+def evaluation_table(
+    table: pd.DataFrame, runs: Sequence[str], metrics: Sequence[str], tie_shares: Sequence[float]
+) -> pd.DataFrame:
+    """Index ``run`` (``runs`` order); per metric ``<m> (trad.)`` (trec) and ``<m> tie-aware``
+    (expected) from ``table`` (`core.metrics.policy_table` with trec and expected), then
+    ``queries with ties``: each run's share of queries with a tie (``tie_shares``, in order)."""
+    wide = table.pivot(index="run", columns="metric", values=["trec", "expected"])
+    out = pd.DataFrame(index=list(runs))
+    for m in metrics:
+        out[f"{m} (trad.)"] = wide[("trec", m)]
+        out[f"{m} tie-aware"] = wide[("expected", m)]
+    out["queries with ties"] = list(tie_shares)
+    out.index.name = "run"
+    return out
+
+
+def relevant_docids(qrels: Qrels, qid: str, rel_level: int = 1) -> set[str]:
+    """Documents of query ``qid`` judged with grade >= ``rel_level``."""
+    judged = qrels.frame
+    return set(judged[(judged["qid"] == qid) & (judged["relevance"] >= rel_level)]["docid"])

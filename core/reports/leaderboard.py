@@ -1,0 +1,74 @@
+"""Tables and captions of the Leaderboard page, shaped from a `core.bt.Leaderboard`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from core.bt import Leaderboard
+
+#: `Leaderboard.not_estimable` sides as the page writes them
+SIDES: dict[str, str] = {"+inf": "+∞", "-inf": "−∞"}
+#: columns of `display_table`
+DISPLAY_COLUMNS: list[str] = [
+    "rank",
+    "rank_ub",
+    "model",
+    "rating",
+    "ci",
+    "votes",
+    "wins",
+    "ties",
+    "losses",
+    "provisional",
+]
+
+
+def not_estimable_text(side: str) -> str:
+    """``not estimable (+∞)`` / ``(−∞)`` for a `Leaderboard.not_estimable` side, else
+    ``not estimable``."""
+    symbol = SIDES.get(side)
+    return f"not estimable ({symbol})" if symbol else "not estimable"
+
+
+def display_table(lb: Leaderboard) -> pd.DataFrame:
+    """The ranked table as shown (`DISPLAY_COLUMNS`): ``ci`` is the interval as text,
+    ``+upper / −lower`` distances from the rating (one decimal); a model whose rating the
+    votes do not identify has no rating (NaN) and ``ci`` reads `not_estimable_text`."""
+    table = lb.table
+    display = table[["rank", "rank_ub", "model", "rating"]].copy()
+    display["ci"] = [
+        f"+{h - r:.1f} / −{r - lo:.1f}" for r, lo, h in zip(table.rating, table.ci_low, table.ci_high, strict=False)
+    ]
+    display[["votes", "wins", "ties", "losses"]] = table[["votes", "wins", "ties", "losses"]]
+    display["provisional"] = table["provisional"]
+    off = lb.not_estimable()
+    if off:
+        mask = display["model"].isin(list(off)).to_numpy()
+        display.loc[mask, "ci"] = [not_estimable_text(off[m]) for m in display.loc[mask, "model"]]
+        display.loc[mask, "rating"] = np.nan
+    return display
+
+
+def plotted(lb: Leaderboard) -> pd.DataFrame:
+    """The rows of ``lb.table`` the interval plot shows: every model with a rating the votes
+    identify (the others have no point or interval to draw)."""
+    off = lb.not_estimable()
+    return lb.table[~lb.table["model"].isin(list(off))] if off else lb.table
+
+
+def not_estimable_note(lb: Leaderboard) -> str | None:
+    """A sentence naming the models left out of the interval plot, or None when none is."""
+    off = lb.not_estimable()
+    if not off:
+        return None
+    listed = set(lb.table["model"])
+    named = [f"{m} ({SIDES.get(side, 'undetermined')})" for m, side in off.items() if m in listed]
+    if not named:
+        return None
+    return "Not plotted (not estimable without a penalty): " + ", ".join(named) + "."
+
+
+def scale_formula(scale: float = 400.0, base: float = 10.0, init: float = 1000.0) -> str:
+    """The rating formula as the page writes it: ``400·s/ln 10 + 1000`` for the defaults."""
+    return f"{scale:g}·s/ln {base:g} + {init:g}"
