@@ -6,6 +6,14 @@ Metric names follow ranx / ir_measures (``mrr@10``, ``hits@5``, ``recall@100``,
 accepted too. ``mtrr@k`` and ``tmhits@k`` (G-RAG's Mean Tied Reciprocal Rank and Tied Mean
 Hits@K) are ``mrr@k`` and ``hits@k`` under the ``expected`` policy.
 
+A *traditional* value is a metric under one deterministic order, `TRADITIONAL_ORDERS`:
+``trec`` (score desc, then docid desc: trec_eval's, the default), ``input`` (score desc, then
+the run's row order: the G-RAG notebook's ``sorted(range(n), key=lambda i: (-score[i], i))``)
+or ``given`` (the file's rank column); the APIs that report traditional next to tie-aware
+values take it as ``traditional`` and name it in their output. The tie-aware (``expected``)
+value is exact at any tie size: the notebook's rule (enumerate up to 10,000 orderings,
+sample beyond) is superseded by the closed forms below.
+
 Definitions follow trec_eval: a document is relevant when its grade >= ``rel_level``; the
 gain for nDCG is ``max(grade, 0)`` (log2 discount, ideal ranking over all judged documents);
 ``precision@k`` divides by k; ``map`` and ``recall`` divide by the number of relevant
@@ -41,7 +49,7 @@ import numpy as np
 from core.data import Key, Qrels, Run
 from core.errors import DataWarning, MetricError
 from core.indexes import index_in, judged_rows, qrels_index
-from core.ties import POLICIES, docid_rank_in_group, given_positions, locate, tie_statistics
+from core.ties import POLICIES, TRADITIONAL_ORDERS, docid_rank_in_group, given_positions, locate, tie_statistics
 
 if TYPE_CHECKING:  # pandas builds the result tables only: the command line's JSON path never imports it
     import pandas as pd
@@ -147,9 +155,20 @@ def parse_metrics(spec: str | Iterable[str | Metric]) -> list[Metric]:
 
 
 def check_policy(ties: str) -> str:
+    """``ties`` when it is one of `POLICIES`, else `MetricError`."""
     if ties not in POLICIES:
         raise MetricError(f"unknown tie policy {ties!r}; expected one of {', '.join(POLICIES)}")
     return ties
+
+
+def check_traditional(order: str) -> str:
+    """``order`` when it is a traditional (deterministic) order, `TRADITIONAL_ORDERS`:
+    ``trec``, ``input`` or ``given``; else `MetricError`."""
+    if order not in TRADITIONAL_ORDERS:
+        raise MetricError(
+            f"the traditional order must be one of {', '.join(TRADITIONAL_ORDERS)} (a deterministic order), got {order!r}"
+        )
+    return order
 
 
 # ---------------------------------------------------------------------------------------
@@ -179,6 +198,8 @@ def _policy_positions(run: Run, rows: np.ndarray, grades: np.ndarray, ties: str)
     if ties == "given":
         return given_positions(run)[rows]
     where = locate(run, rows)
+    if ties == "input":  # score desc, then row order: the stable sort's position
+        return where.pos
     start = where.group_start
     if ties == "trec":
         return start + docid_rank_in_group(run, rows, where)
@@ -515,8 +536,9 @@ def evaluate(
 
     ``ties`` is the policy for metrics that do not force one: ``expected`` (exact mean over
     all orderings of tied documents), ``optimistic``/``pessimistic`` (relevant first/last
-    within each tie group), ``trec`` (score desc, then docid desc) or ``given`` (the file's
-    rank column, else its row order). Aggregates are means over every qrels query.
+    within each tie group), ``trec`` (score desc, then docid desc), ``input`` (score desc,
+    then the run's row order: the G-RAG notebook's traditional order) or ``given`` (the
+    file's rank column, else its row order). Aggregates are means over every qrels query.
     """
     check_policy(ties)
     parsed = parse_metrics(metrics)
@@ -544,11 +566,16 @@ def evaluate_policies(
     runs: Run | Sequence[Run],
     qrels: Qrels,
     metrics: str | Iterable[str | Metric],
-    policies: Sequence[str] = ("trec", "expected", "pessimistic", "optimistic"),
+    policies: Sequence[str] | None = None,
     rel_level: int = 1,
+    traditional: str = "trec",
 ) -> pd.DataFrame:
-    """Aggregate table in long form: columns run, metric, and one column per policy
-    (`policy_table` of one evaluation of `plain_metrics` per policy)."""
+    """Aggregate table in long form: columns run, metric, and one column per policy, named
+    after it (`policy_table` of one evaluation of `plain_metrics` per policy). ``policies``
+    defaults to ``(traditional, "expected", "pessimistic", "optimistic")``, ``traditional``
+    being one of `TRADITIONAL_ORDERS` (``trec``, ``input``, ``given``)."""
+    if policies is None:
+        policies = (check_traditional(traditional), "expected", "pessimistic", "optimistic")
     parsed = parse_metrics(metrics)
     plain = plain_metrics(parsed)
     evaluations = {
@@ -579,24 +606,43 @@ def policy_table(evaluations: Mapping[str, Evaluation], metrics: Sequence[Metric
     return pd.concat(out, axis=1).reset_index()
 
 
-def tie_gap_table(runs: Sequence[Run], qrels: Qrels, metric: str = "mrr", rel_level: int = 1) -> pd.DataFrame:
-    """Per (run, query): the query's tie ratio and ``metric`` under ``trec`` and
-    ``expected`` with their absolute gap — the data of the "where ties bite" plot."""
+#: columns of `tie_gap_table`
+TIE_GAP_COLUMNS: tuple[str, ...] = (
+    "run",
+    "qid",
+    "traditional",
+    "expected",
+    "tie_ratio",
+    "gap",
+    "max_group",
+    "tie_groups",
+    "traditional_order",
+)
+
+
+def tie_gap_table(
+    runs: Sequence[Run], qrels: Qrels, metric: str = "mrr", rel_level: int = 1, traditional: str = "trec"
+) -> pd.DataFrame:
+    """Per (run, qrels query): ``metric`` under the ``traditional`` order (`TRADITIONAL_ORDERS`,
+    named in ``traditional_order``) and ``expected``, their absolute ``gap``, and the query's
+    tie facts from `tie_statistics`: ``tie_ratio``, ``max_group`` (largest tie group, 1
+    without a tie) and ``tie_groups`` (groups of size >= 2); a query without results has 0
+    for all three. The data of the "where ties bite" plots (`TIE_GAP_COLUMNS`)."""
     import pandas as pd
 
+    check_traditional(traditional)
     m = Metric(parse_metric(metric).family, parse_metric(metric).k)
     frames = []
     for run in runs:
-        trad = evaluate_run(run, qrels, [m], "trec", rel_level)[m.name]
+        trad = evaluate_run(run, qrels, [m], traditional, rel_level)[m.name]
         expct = evaluate_run(run, qrels, [m], "expected", rel_level)[m.name]
-        ratio = tie_statistics(run).per_query.set_index("qid")["tie_ratio"]
+        facts = tie_statistics(run).per_query.set_index("qid")
         frame = pd.DataFrame({"qid": trad.index, "traditional": trad.to_numpy(), "expected": expct.to_numpy()})
-        frame["tie_ratio"] = frame["qid"].map(ratio).fillna(0.0).to_numpy()
+        frame["tie_ratio"] = frame["qid"].map(facts["tie_ratio"]).fillna(0.0).to_numpy()
         frame["gap"] = (frame["traditional"] - frame["expected"]).abs()
+        for column in ("max_group", "tie_groups"):
+            frame[column] = frame["qid"].map(facts[column]).fillna(0).astype(np.int64).to_numpy()
+        frame["traditional_order"] = traditional
         frame.insert(0, "run", run.name)
         frames.append(frame)
-    return (
-        pd.concat(frames, ignore_index=True)
-        if frames
-        else pd.DataFrame(columns=["run", "qid", "traditional", "expected", "tie_ratio", "gap"])
-    )
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=list(TIE_GAP_COLUMNS))

@@ -5,11 +5,33 @@ once by (query, score descending) — keeping file order among equals — and de
 row's position and tie group with flat numpy arrays (a `RankedRun`, kept by the run), so the
 metric engine never loops over queries or documents in Python. `ordered_frame` and
 `query_frame` show a run in a deterministic order; `tie_statistics` summarises its ties.
+
+The deterministic ("traditional") orders, `TRADITIONAL_ORDERS`:
+
+- ``trec``: score descending, then docid descending byte-wise (trec_eval);
+- ``input``: score descending, then the run's row order — the G-RAG notebook's
+  ``sorted(range(n), key=lambda i: (-score[i], i))``. The row order is the file's line order
+  for a run read from a file (`core.io.read_runs` keeps it, one run per tag keeping its own
+  lines in order); `Run.subset` and `Run.renamed` keep it. A run RankLens builds itself (a
+  fused run) has no file: its rows are in the order they were built (score descending, equal
+  scores in the engine's order), so ``input`` on it is deterministic but arbitrary — prefer
+  ``trec``; written to a TREC file and read back, its order among ties is the file's;
+- ``given``: the file's rank column ascending (row order among equal ranks), else row order;
+  it ignores the scores.
+
+Counting orderings: a query whose tie groups have sizes ``n_1, n_2, ...`` has
+``prod(n_i!)`` distinct orderings; `tie_statistics` gives its log10 through ``lgamma`` and the
+exact integer while it fits in int64 (never by enumerating). The notebook computes its tied
+metrics by enumerating them up to 10,000 orderings and by sampling 10,000 beyond
+(``OptimizedTiedMetrics``); RankLens's closed forms (`core.metrics`) are exact at any size,
+so that rule is superseded: `NOTEBOOK_MAX_ORDERINGS` only tells where the notebook would
+have sampled.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,8 +45,21 @@ from core.indexes import judged_rows
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: the metric engine never needs it
     import pandas as pd
 
-POLICIES: tuple[str, ...] = ("expected", "optimistic", "pessimistic", "trec", "given")
-DETERMINISTIC_ORDERS: tuple[str, ...] = ("trec", "given")
+POLICIES: tuple[str, ...] = ("expected", "optimistic", "pessimistic", "trec", "input", "given")
+DETERMINISTIC_ORDERS: tuple[str, ...] = ("trec", "input", "given")
+#: the orders a "traditional" (tie-unaware) value may use, the default first
+TRADITIONAL_ORDERS: tuple[str, ...] = DETERMINISTIC_ORDERS
+#: each traditional order as captions and reports name it
+ORDER_LABELS: dict[str, str] = {
+    "trec": "trec_eval order (score, then docid descending)",
+    "input": "input order (score, then the file's row order)",
+    "given": "the file's rank column (else its row order)",
+}
+#: the G-RAG notebook's ``max_permutations``: it enumerates up to this many orderings of a
+#: query and samples beyond; RankLens is exact (closed form) at any size
+NOTEBOOK_MAX_ORDERINGS = 10_000
+#: a query's number of orderings is given as an exact integer below this, else as a power of ten
+EXACT_ORDERINGS_BELOW = 10**15
 
 
 @dataclass(frozen=True)
@@ -110,6 +145,15 @@ def given_positions(run: Run) -> np.ndarray:
     positions = np.empty(n, dtype=np.int64)
     positions[order] = rows - starts[sorted_codes]
     return positions
+
+
+def input_positions(run: Run) -> np.ndarray:
+    """0-based position of every file row within its query under the ``input`` order: score
+    descending, then row order (the stable sort of `ranked`)."""
+    view = ranked(run)
+    out = np.empty(len(view.pos), dtype=np.int64)
+    out[view.order] = view.pos
+    return out
 
 
 def trec_positions(run: Run) -> np.ndarray:
@@ -234,14 +278,24 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
     return out
 
 
+_POSITIONS = {"trec": trec_positions, "input": input_positions, "given": given_positions}
+
+
+def order_positions(run: Run, ties: str) -> np.ndarray:
+    """0-based position of every file row within its query under a deterministic order
+    (`DETERMINISTIC_ORDERS`); ValueError for any other policy."""
+    if ties not in _POSITIONS:
+        raise ValueError(f"a deterministic order is needed ({', '.join(map(repr, DETERMINISTIC_ORDERS))}), got {ties!r}")
+    return _POSITIONS[ties](run)
+
+
 def ranked_rows(run: Run, ties: str = "trec") -> tuple[np.ndarray, np.ndarray]:
     """``(rows, position)``: the file rows in ranked order under a deterministic tie policy
-    (queries in order of first appearance; ``trec``: score desc then docid desc; ``given``:
-    the file's rank column / row order) and each of them's 0-based position in its query."""
-    if ties not in DETERMINISTIC_ORDERS:
-        raise ValueError(f"a deterministic order is needed ('trec' or 'given'), got {ties!r}")
+    (queries in order of first appearance; ``trec``: score desc then docid desc; ``input``:
+    score desc then row order; ``given``: the file's rank column / row order) and each of
+    them's 0-based position in its query."""
+    pos = order_positions(run, ties)
     codes = run.qid_codes
-    pos = trec_positions(run) if ties == "trec" else given_positions(run)
     first = np.zeros(run.n_queries, dtype=np.int64)
     np.cumsum(np.bincount(codes, minlength=run.n_queries)[:-1], out=first[1:])
     rows = np.empty(len(codes), dtype=np.int64)
@@ -251,8 +305,9 @@ def ranked_rows(run: Run, ties: str = "trec") -> tuple[np.ndarray, np.ndarray]:
 
 def ordered_frame(run: Run, ties: str = "trec") -> pd.DataFrame:
     """The run as a DataFrame in ranked order with 1-based ``rank``, ``tie_group`` (1-based
-    within the query) and ``tie_size``. ``trec``: score desc then docid desc; ``given``:
-    the file's rank column / row order (tie groups still reported by score)."""
+    within the query) and ``tie_size``. ``trec``: score desc then docid desc; ``input``:
+    score desc then row order; ``given``: the file's rank column / row order (tie groups
+    still reported by score)."""
     import pandas as pd
 
     rows, pos = ranked_rows(run, ties)
@@ -289,12 +344,24 @@ def query_frame(run: Run, qid: str, ties: str = "trec") -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class TieStats:
-    """Summary of a run's ties (`tie_statistics`).
+    """Summary of a run's ties (`tie_statistics`), with the G-RAG notebook's tie statistics.
 
-    ``share_queries_with_ties``: queries having a group of size >= 2; ``share_docs_in_ties``:
-    documents in such a group; ``size_distribution``: DataFrame (size, groups, documents);
-    ``per_query``: DataFrame (qid, docs, groups, tied_docs, tie_ratio, max_group). With qrels,
-    ``relevant_retrieved`` (retrieved documents with grade >= rel_level) and
+    A *tie* is a group of size >= 2. ``share_queries_with_ties`` / ``queries_with_ties``:
+    queries having a tie; ``share_docs_in_ties``: documents in a tie, pooled over the run;
+    ``tie_groups``: number of ties in the run (the notebook's ``num_ties`` summed);
+    ``mean_tie_ratio``: mean over queries of the query's ``tie_ratio`` (the notebook's
+    "Average tie ratio"); ``size_distribution``: DataFrame (size, groups, documents).
+
+    ``per_query``: DataFrame (qid, docs, groups, tied_docs, tie_ratio, max_group, tie_groups,
+    log10_orderings, orderings, notebook_sampled) in the run's query order: ``groups`` counts
+    every group (singletons too), ``tie_groups`` only ties; ``tie_ratio = tied_docs / docs``
+    (the notebook's); ``max_group`` is the largest group (1 without a tie); the query has
+    ``prod(size!)`` distinct orderings: ``log10_orderings`` (through ``lgamma``) and
+    ``orderings``, the exact integer below `EXACT_ORDERINGS_BELOW` (``<NA>`` beyond: see
+    `format_orderings`); ``notebook_sampled``: more than `NOTEBOOK_MAX_ORDERINGS`, where the
+    notebook would have sampled and RankLens is exact.
+
+    With qrels, ``relevant_retrieved`` (retrieved documents with grade >= rel_level) and
     ``share_relevant_in_ties`` (those of them in a tie group); None without qrels.
     """
 
@@ -304,6 +371,9 @@ class TieStats:
     share_docs_in_ties: float
     size_distribution: pd.DataFrame
     per_query: pd.DataFrame
+    queries_with_ties: int
+    tie_groups: int
+    mean_tie_ratio: float
     relevant_retrieved: int | None = None
     share_relevant_in_ties: float | None = None
 
@@ -312,6 +382,63 @@ class TieStats:
         """Size of the largest tie group (1 when there is no tie; 0 for an empty run)."""
         sizes = self.size_distribution["size"]
         return int(sizes.max()) if len(sizes) else 0
+
+    @property
+    def max_log10_orderings(self) -> float:
+        """log10 of the largest number of orderings of one query (0.0: no tie)."""
+        values = self.per_query["log10_orderings"]
+        return float(values.max()) if len(values) else 0.0
+
+    @property
+    def largest_orderings(self) -> str:
+        """The largest number of orderings of one query, as `format_orderings` writes it."""
+        pq = self.per_query
+        if not len(pq):
+            return "1"
+        at = int(np.argmax(pq["log10_orderings"].to_numpy()))
+        exact = pq["orderings"].array
+        return format_orderings(float(pq["log10_orderings"].iloc[at]), None if exact.isna()[at] else int(exact[at]))
+
+    @property
+    def queries_notebook_sampled(self) -> int:
+        """Queries with more than `NOTEBOOK_MAX_ORDERINGS` orderings: the notebook would have
+        sampled them (``OptimizedTiedMetrics``); RankLens computes them exactly."""
+        return int(self.per_query["notebook_sampled"].sum())
+
+
+def format_orderings(log10: float, exact: int | None = None) -> str:
+    """A number of orderings as text: the exact integer with thousands separators
+    (``"3,628,800"``) when given, else a power of ten with one decimal (``"10^123.4"``)."""
+    if exact is not None:
+        return f"{exact:,}"
+    return f"10^{log10:.1f}"
+
+
+def log10_factorials(sizes: np.ndarray) -> np.ndarray:
+    """``log10(size!)`` for each entry, through ``math.lgamma`` on the distinct sizes only."""
+    uniq, inverse = np.unique(sizes, return_inverse=True)
+    table = np.array([math.lgamma(float(n) + 1.0) for n in uniq.tolist()], dtype=np.float64) / math.log(10.0)
+    return table[inverse.reshape(-1)]
+
+
+#: n! for n = 0..20 (20! < 2**63)
+_FACTORIALS = np.array([math.factorial(n) for n in range(21)], dtype=np.int64)
+
+
+def ordering_counts(group_query: np.ndarray, sizes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per query (groups listed query by query, ``group_query`` non-decreasing, every query
+    holding at least one group): ``(log10 of prod(size!), exact product or -1)``. The exact
+    product is an int64 reduction, kept only where it is below `EXACT_ORDERINGS_BELOW` (every
+    factor then is at most 17! and no partial product exceeds the product: no overflow)."""
+    log10 = np.bincount(group_query, weights=log10_factorials(sizes), minlength=n_queries)
+    exact_q = log10 < math.log10(EXACT_ORDERINGS_BELOW) - 1e-6
+    factors = np.where(exact_q[group_query], _FACTORIALS[np.minimum(sizes, 20)], 1)
+    starts = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]]) if len(group_query) else group_query
+    exact = np.full(n_queries, -1, dtype=np.int64)
+    if len(starts):
+        products = np.multiply.reduceat(factors.astype(np.int64), starts)
+        exact[group_query[starts]] = np.where(exact_q[group_query[starts]], products, -1)
+    return log10, exact
 
 
 def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> TieStats:
@@ -325,17 +452,25 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
     gq = view.qcode[first]
     docs = np.bincount(view.qcode, minlength=n_q)
     groups = np.bincount(gq, minlength=n_q)
-    tied_docs = np.bincount(gq, weights=np.where(sizes > 1, sizes, 0), minlength=n_q).astype(np.int64)
+    tied = sizes > 1
+    tied_docs = np.bincount(gq, weights=np.where(tied, sizes, 0), minlength=n_q).astype(np.int64)
+    tie_groups = np.bincount(gq, weights=tied, minlength=n_q).astype(np.int64)
     max_group = np.zeros(n_q, dtype=np.int64)
     np.maximum.at(max_group, gq, sizes)
+    log10, exact = ordering_counts(gq, sizes.astype(np.int64), n_q)
+    tie_ratio = np.where(docs > 0, tied_docs / np.maximum(docs, 1), 0.0)
     per_query = pd.DataFrame(
         {
             "qid": run.qid_values,
             "docs": docs,
             "groups": groups,
             "tied_docs": tied_docs,
-            "tie_ratio": np.where(docs > 0, tied_docs / np.maximum(docs, 1), 0.0),
+            "tie_ratio": tie_ratio,
             "max_group": max_group,
+            "tie_groups": tie_groups,
+            "log10_orderings": log10,
+            "orderings": pd.arrays.IntegerArray(np.maximum(exact, 0), exact < 0),
+            "notebook_sampled": (exact > NOTEBOOK_MAX_ORDERINGS) | (exact < 0),
         }
     )
     uniq, cnt = np.unique(sizes, return_counts=True)
@@ -348,6 +483,7 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
         in_tie = locate(run, rows[rel]).size > 1
         relevant_retrieved = int(rel.sum())
         share_relevant = float(in_tie.mean()) if rel.any() else 0.0
+    with_ties = int((max_group > 1).sum())
     return TieStats(
         queries=n_q,
         documents=len(run),
@@ -355,6 +491,9 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
         share_docs_in_ties=float(tied_docs.sum() / max(len(run), 1)),
         size_distribution=size_dist,
         per_query=per_query,
+        queries_with_ties=with_ties,
+        tie_groups=int(tie_groups.sum()),
+        mean_tie_ratio=float(tie_ratio.mean()) if n_q else 0.0,
         relevant_retrieved=relevant_retrieved,
         share_relevant_in_ties=share_relevant,
     )

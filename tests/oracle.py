@@ -7,7 +7,8 @@ on plain Python lists, independently of `core`:
   query; a document is relevant when ``grade >= rel_level``; the nDCG gain is
   ``max(grade, 0)`` (unjudged = 0), log2 discount, ideal = all judged gains sorted;
 - ``expected`` is the mean over EVERY ordering of every tie group (``itertools.permutations``);
-- ``optimistic`` / ``pessimistic`` / ``trec`` / ``given`` orders are built by plain sorting.
+- ``optimistic`` / ``pessimistic`` / ``trec`` / ``input`` / ``given`` orders are built by plain
+  sorting (``input`` literally as the G-RAG notebook sorts: ``(-score[i], i)`` over file rows).
 
 Queries are those of the qrels; a qrels query absent from the run scores 0 on everything.
 """
@@ -152,6 +153,13 @@ def order_trec(docs: Sequence[tuple[str, float]]) -> list[str]:
     return [d for d, _ in sorted(by_docid, key=lambda x: -x[1])]  # stable: keeps docid order
 
 
+def order_input(docs: Sequence[tuple[str, float]]) -> list[str]:
+    """The G-RAG notebook's traditional order (seed 000, ``compute_traditional_mrr``):
+    ``sorted(range(n), key=lambda i: (-scores[i], i))`` over the query's rows in file order."""
+    scores = [s for _, s in docs]
+    return [docs[i][0] for i in sorted(range(len(scores)), key=lambda i: (-scores[i], i))]
+
+
 def order_optimistic(docs: Sequence[tuple[str, float]], judgements: dict[str, int]) -> list[str]:
     """Score descending; inside a tie group the highest grades first."""
     return [d for d, _ in sorted(docs, key=lambda x: (-x[1], -max(judgements.get(x[0], 0), 0)))]
@@ -213,7 +221,7 @@ def evaluate(
     rel_level: int = 1,
 ) -> dict[str, dict[str, float]]:
     """{qid: {metric: value}} for every qrels query. ``ties`` is one of expected, optimistic,
-    pessimistic, trec, given, or ``max`` / ``min`` (extremes over all orderings)."""
+    pessimistic, trec, input, given, or ``max`` / ``min`` (extremes over all orderings)."""
     assert rel_level >= 1, "the label counting below assumes grades <= 0 are never relevant"
     grouped = by_query(rows)
     out: dict[str, dict[str, float]] = {}
@@ -237,6 +245,8 @@ def evaluate(
             continue
         if ties == "trec":
             ranking = order_trec(docs)
+        elif ties == "input":
+            ranking = order_input(docs)
         elif ties == "optimistic":
             ranking = order_optimistic(docs, judgements)
         elif ties == "pessimistic":

@@ -112,7 +112,7 @@ def test_parse_metrics_lists_and_duplicates():
 
 def test_unknown_policy_is_an_error():
     run, qrels = run_of([("q", "a", 1.0)]), Qrels.from_dict({"q": {"a": 1}})
-    assert POLICIES == ("expected", "optimistic", "pessimistic", "trec", "given")
+    assert POLICIES == ("expected", "optimistic", "pessimistic", "trec", "input", "given")
     with pytest.raises(MetricError, match="tie policy"):
         evaluate(run, qrels, "mrr", ties="random")
     with pytest.raises(MetricError):

@@ -116,11 +116,12 @@ def test_optimistic_and_pessimistic_are_the_extremes(case, k):
 
 @FAST
 @given(case=oracle.cases(), k=cutoff)
-def test_trec_and_given_follow_their_orders(case, k):
+def test_deterministic_policies_follow_their_orders(case, k):
+    """trec, input (the G-RAG notebook's score-then-row order) and given, every family."""
     rows, qrels, rel_level = case
     metrics = _metrics(k)
     run, qr = oracle.make_run(rows), oracle.make_qrels(qrels)
-    for ties in ("trec", "given"):
+    for ties in ("trec", "input", "given"):
         ours = _engine(run, qr, metrics, ties, rel_level)
         _assert_close(ours, oracle.evaluate(rows, qrels, metrics, ties, rel_level), ties)
 
@@ -132,12 +133,16 @@ def test_without_ties_every_policy_agrees(case, k):
     metrics = _metrics(k)
     run, qr = oracle.make_run(rows), oracle.make_qrels(qrels)
     reference = oracle.evaluate(rows, qrels, metrics, "trec", rel_level)
-    for ties in ("expected", "optimistic", "pessimistic", "trec", "given"):
+    for ties in ("expected", "optimistic", "pessimistic", "trec", "input", "given"):
         _assert_close(_engine(run, qr, metrics, ties, rel_level), reference, ties)
 
 
 @oracle.hypothesis_settings(150)
-@given(case=oracle.cases(), k=cutoff, ties=st.sampled_from(("expected", "optimistic", "pessimistic", "trec", "given")))
+@given(
+    case=oracle.cases(),
+    k=cutoff,
+    ties=st.sampled_from(("expected", "optimistic", "pessimistic", "trec", "input", "given")),
+)
 def test_mtrr_and_tmhits_are_expected_whatever_the_policy(case, k, ties):
     rows, qrels, rel_level = case
     names = [f"mtrr@{k}", f"tmhits@{k}", "mtrr", f"mrr@{k}"]
