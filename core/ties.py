@@ -285,7 +285,9 @@ def order_positions(run: Run, ties: str) -> np.ndarray:
     """0-based position of every file row within its query under a deterministic order
     (`DETERMINISTIC_ORDERS`); ValueError for any other policy."""
     if ties not in _POSITIONS:
-        raise ValueError(f"a deterministic order is needed ({', '.join(map(repr, DETERMINISTIC_ORDERS))}), got {ties!r}")
+        raise ValueError(
+            f"a deterministic order is needed ({', '.join(map(repr, DETERMINISTIC_ORDERS))}), got {ties!r}"
+        )
     return _POSITIONS[ties](run)
 
 
