@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from core.rerank.candidates import CandidateSet, QueryCandidates
     from core.rerank.driver import QueryResult, arerank_query, arun_strategy, rerank_query, run_strategy
     from core.rerank.errors import DocumentTooLongError, InvalidOutputError, ProviderError, RerankConfigError
+    from core.rerank.keys import SecretSource, resolve_api_key
     from core.rerank.lexical import LexicalProvider
     from core.rerank.provider import AsyncProvider, BaseProvider, Provider
     from core.rerank.registry import PROVIDERS, ProviderSpec, make_provider
@@ -52,6 +53,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("candidates", n) for n in ("CandidateSet", "QueryCandidates")},
     **{n: ("driver", n) for n in ("QueryResult", "arerank_query", "arun_strategy", "rerank_query", "run_strategy")},
     **{n: ("errors", n) for n in ("DocumentTooLongError", "InvalidOutputError", "ProviderError", "RerankConfigError")},
+    **{n: ("keys", n) for n in ("SecretSource", "resolve_api_key")},
     "LexicalProvider": ("lexical", "LexicalProvider"),
     **{n: ("provider", n) for n in ("AsyncProvider", "BaseProvider", "Provider")},
     **{n: ("registry", n) for n in ("PROVIDERS", "ProviderSpec", "make_provider")},
@@ -119,6 +121,7 @@ __all__ = [
     "ReplyCache",
     "RerankConfigError",
     "RetryPolicy",
+    "SecretSource",
     "StrategySpec",
     "Usage",
     "arerank_query",
@@ -131,6 +134,7 @@ __all__ = [
     "percentile",
     "rerank_candidates",
     "rerank_query",
+    "resolve_api_key",
     "run_strategy",
     "sequential_depth",
     "tourrank_plan",

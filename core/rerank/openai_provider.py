@@ -21,13 +21,14 @@ import threading
 import time
 from collections.abc import Generator
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import httpx2  # the HTTP layer of the pinned openai client (its documented raw-response type)
 import openai
 
 from core.rerank.cache import ReplyCache, cache_key
 from core.rerank.errors import InvalidOutputError, ProviderError
+from core.rerank.keys import resolve_api_key
 from core.rerank.parsing import parse_reply
 from core.rerank.prompts import build_messages, reask_messages
 from core.rerank.provider import BaseProvider
@@ -109,35 +110,6 @@ class Reply:
     latency_ms: float = 0.0
     cache_hit: bool = False
     retries: int = 0
-
-
-class SecretSource(Protocol):
-    """Where keys may be looked up besides the environment (e.g. Streamlit secrets)."""
-
-    def get(self, name: str, /) -> Any: ...
-
-
-def resolve_api_key(
-    explicit: str | None = None, *, azure: bool = False, secrets: SecretSource | None = None
-) -> tuple[str | None, str]:
-    """(key, source): the explicit value, else the environment (``AZURE_OPENAI_API_KEY`` for
-    Azure, then ``OPENAI_API_KEY``), else ``secrets`` (lookups raising ``FileNotFoundError`` or
-    ``KeyError`` count as absent). The source names where it came from, never the key."""
-    if explicit:
-        return explicit, "field"
-    names = ["AZURE_OPENAI_API_KEY", "OPENAI_API_KEY"] if azure else ["OPENAI_API_KEY", "AZURE_OPENAI_API_KEY"]
-    for name in names:
-        if os.environ.get(name):
-            return os.environ[name], f"env {name}"
-    if secrets is not None:
-        for name in names:
-            try:
-                value = secrets.get(name)
-            except (FileNotFoundError, KeyError):  # st.secrets raises FileNotFoundError when there is no secrets file
-                value = None
-            if value:
-                return str(value), f"secrets {name}"
-    return None, "none"
 
 
 #: A provider operation as a generator: yields the messages to send, receives the `Reply`,

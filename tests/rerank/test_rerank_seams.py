@@ -263,7 +263,7 @@ def test_cache_write_refused_by_the_disk_is_counted_not_raised(tmp_path):
     assert cache.write_errors == 1 and cache.last_write_error and cache.get("ab" + "0" * 62) is None
 
 
-def test_rerank_parser_reads_the_registry_without_importing_pandas():
+def test_rerank_parser_and_key_lookup_import_neither_pandas_nor_openai():
     import subprocess
     import sys
     from pathlib import Path
@@ -271,6 +271,7 @@ def test_rerank_parser_reads_the_registry_without_importing_pandas():
     code = (
         "import sys; from core.__main__ import build_parser; p = build_parser('rerank'); "
         "a = p.parse_args(['rerank', '--provider', 'lexical']); "
+        "from core.rerank import resolve_api_key; "
         "print(a.provider, 'pandas' in sys.modules, 'openai' in sys.modules)"
     )
     root = Path(__file__).resolve().parents[2]
@@ -320,3 +321,24 @@ def test_every_table_row_counts_exactly_what_its_traversal_asks(name):
         for kind, k, count in shown_counts(name, n, **params):
             shown[(kind, k)] += count
         assert shown == Counter((op.kind, len(op.ids)) for op in ops), n
+
+
+def test_resolve_api_key_precedence(monkeypatch):
+    from core.rerank import resolve_api_key
+
+    class Secrets:
+        def __init__(self, fail: bool) -> None:
+            self.fail = fail
+
+        def get(self, name):
+            if self.fail:
+                raise FileNotFoundError("no secrets file")
+            return {"AZURE_OPENAI_API_KEY": "sk-az"}.get(name)
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("AZURE_OPENAI_API_KEY", raising=False)
+    assert resolve_api_key("sk-field") == ("sk-field", "field")
+    assert resolve_api_key(secrets=Secrets(fail=True)) == (None, "none")
+    assert resolve_api_key(secrets=Secrets(fail=False)) == ("sk-az", "secrets AZURE_OPENAI_API_KEY")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-env")
+    assert resolve_api_key(azure=True, secrets=Secrets(fail=False)) == ("sk-env", "env OPENAI_API_KEY")
