@@ -5,8 +5,9 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.metrics import evaluate_policies
-from pages.common import ui
+from core.metrics import parse_metrics, policy_table
+from core.reports.metrics import mrr_range_table
+from pages.common import cache, ui
 
 ws = ui.workspace()
 
@@ -32,19 +33,12 @@ with left:
     qrels = ui.active_qrels()
     runs = ui.active_runs()
     if qrels is not None and runs:
-        table = evaluate_policies(runs, qrels, ["mrr@10"])
-        table = table.rename(
-            columns={
-                "trec": "traditional MRR@10",
-                "expected": "MTRR@10 (tie-aware)",
-                "pessimistic": "worst case",
-                "optimistic": "best case",
-            }
-        )
+        mrr = parse_metrics(["mrr@10"])
+        table = mrr_range_table(policy_table(cache.policy_evaluations(runs, qrels, mrr), mrr))
         st.caption(
             f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere in the tie range."
         )
-        st.table(table.drop(columns="metric").set_index("run").style.format("{:.4f}"))
+        st.table(table.style.format("{:.4f}"))
 with right:
     st.subheader("Loaded datasets")
     summary = pd.DataFrame(ws.summary())

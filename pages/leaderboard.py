@@ -14,29 +14,36 @@ from core.charts.leaderboard import (
     rating_intervals,
     win_rate_heatmap,
 )
+from core.data import content_digest
 from core.errors import RankLensError
-from pages.common import ui
+from core.reports import leaderboard as reports
+from pages.common import cache, state, ui
 
 UPLOAD_KEY = "lb_upload"
-BOOT_KEY = "lb_bootstrap_result"
-
-st.title("Leaderboard")
-st.caption(
+L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
+INTRO = (
     "Bradley-Terry ratings from pairwise votes, as the Chatbot Arena computes them: ties count as half a "
-    "win, ratings on the Elo-like scale 400·s/ln 10 + 1000, fitted to full convergence. Sandwich "
+    "win, ratings on the Elo-like scale {formula}, fitted to full convergence. Sandwich "
     "(robust) intervals appear at once; run the bootstrap for percentile intervals."
 )
+
+st.title("Leaderboard")
+intro = st.empty()
+intro.caption(INTRO.format(formula=reports.scale_formula()))
 
 ws = ui.workspace()
 ws.ensure_demo("arena")
 
 with st.expander("Upload votes", expanded=False, icon=":material/upload:"):
-    st.file_uploader(
-        "Votes file (CSV, JSONL or Parquet with model_a, model_b, winner[, judge, category, timestamp, weight])",
-        type=["csv", "jsonl", "json", "parquet"],
-        key=ui.uploader_key(UPLOAD_KEY),
-        on_change=ui.upload_callback,
-        args=("votes", UPLOAD_KEY),
+    ui.uploader(
+        "Votes file (CSV, JSONL or Parquet with model_a, model_b, winner or preference"
+        "[, judge, category, timestamp, weight])",
+        "votes",
+        UPLOAD_KEY,
+        ["csv", "jsonl", "json", "parquet"],
+        help="The outcome column is `winner` or `preference` (BixArena's raw schema): model_a, model_b, "
+        "tie or tie (bothbad).",
+        multiple=False,
     )
 ui.show_upload_messages()
 
@@ -45,34 +52,24 @@ if not names:
     st.info("No votes loaded: upload a votes file above.")
     st.stop()
 uploads = ws.names("votes", origin="upload")
-seen = st.session_state.setdefault("lb_seen_uploads", set())
+seen = state.LB_SEEN_UPLOADS.setdefault()
 fresh = [n for n in uploads if n not in seen]
 seen.update(uploads)
 if fresh:  # a new upload becomes the selection
-    st.session_state["lb_votes"] = fresh[-1]
-elif st.session_state.get("lb_votes") not in names:
-    st.session_state["lb_votes"] = uploads[-1] if uploads else names[0]
-name = st.selectbox(
-    "Votes",
-    names,
-    key="lb_votes",
-    format_func=lambda n: f"{n}  ·  demo" if ws.entry("votes", n).origin == "demo" else n,
-)
+    state.LB_VOTES.set(fresh[-1])
+elif state.LB_VOTES.get() not in names:
+    state.LB_VOTES.set(uploads[-1] if uploads else names[0])
+name = st.selectbox("Votes", names, key=state.LB_VOTES.key, format_func=ui.demo_label(ws, "votes"))
 votes = ws.get("votes", name)
 
 c1, c2, c3, c4 = st.columns(4)
 ci = c1.select_slider(
-    "CI level",
-    options=[0.8, 0.9, 0.95, 0.99],
-    value=0.95,
-    key="lb_ci",
-    bind="query-params",
-    format_func=lambda v: f"{v:.0%}",
+    "CI level", [0.8, 0.9, 0.95, 0.99], value=0.95, key=state.LB_CI, bind="query-params", format_func="{:.0%}".format
 )
 ties = c2.radio(
     "Tie model",
     ["half", "davidson"],
-    key="lb_ties",
+    key=state.LB_TIES,
     horizontal=True,
     bind="query-params",
     format_func={"half": "half win", "davidson": "Davidson"}.get,
@@ -108,49 +105,59 @@ sel_judges = f2.multiselect(
     placeholder="no judge column" if not judges else "choose judges",
 )
 min_votes = int(
-    f3.number_input("Min votes to list", min_value=0, value=0, step=10, key="lb_min_votes", bind="query-params")
+    f3.number_input("Min votes to list", min_value=0, value=0, step=10, key=state.LB_MIN_VOTES, bind="query-params")
 )
 with st.expander("Advanced", icon=":material/tune:"):
-    a1, a2 = st.columns(2)
-    l2 = float(
-        a1.number_input(
-            "L2 penalty",
-            min_value=0.0,
-            value=0.0,
-            step=0.1,
-            key="lb_l2",
-            help="Ridge on natural strengths; keeps sparse or one-sided data finite.",
-        )
+    a1, a2, a3 = st.columns(3)
+    l2_mode = a1.radio(
+        "L2 penalty",
+        list(L2_CHOICES),
+        key="lb_l2_mode",
+        horizontal=True,
+        format_func=L2_CHOICES.get,
+        help="auto: no penalty when the maximum-likelihood ratings exist, else a small ridge; none: never "
+        "(ratings the votes do not identify are reported as not estimable); ridge: this L2 penalty on "
+        "natural strengths, always.",
     )
-    use_decay = a2.checkbox("Temporal decay", key="lb_decay", disabled="timestamp" not in votes.columns)
+    ridge = a2.number_input("Ridge", min_value=0.0, value=0.1, step=0.05, key="lb_l2", disabled=l2_mode != "ridge")
+    use_decay = a3.checkbox("Temporal decay", key="lb_decay", disabled="timestamp" not in votes.columns)
     half_life = (
-        a2.number_input(
-            "Half-life (days)", min_value=1.0, value=30.0, step=1.0, key="lb_half_life", disabled=not use_decay
-        )
+        a3.number_input("Half-life (days)", min_value=1.0, value=30.0, step=1.0, key="lb_half_life")
         if use_decay
         else None
     )
+    s1, s2, s3 = st.columns(3)
+    scale = s1.number_input(
+        "Scale", value=400.0, step=50.0, key="lb_scale", help="Rating points per factor of base in odds."
+    )
+    base = s2.number_input("Base", value=10.0, step=1.0, key="lb_base", help="Odds base of the rating scale.")
+    init = s3.number_input("Initial rating", value=1000.0, step=50.0, key="lb_init", help="Rating of an average model.")
+intro.caption(INTRO.format(formula=reports.scale_formula(scale, base, init)))
 
-filtered = votes.filter(categories=sel_cats if cats else None, judges=sel_judges if judges else None)
-params = dict(
+request = cache.BoardRequest(
+    categories=tuple(sel_cats) if cats else None,
+    judges=tuple(sel_judges) if judges else None,
     ties=ties,
-    l2=l2,
+    l2={"auto": "auto", "none": "0"}.get(l2_mode, repr(float(ridge))),
     ci=float(ci),
     anchor=None if anchor == "(none)" else anchor,
     anchor_rating=float(anchor_rating),
     min_votes=min_votes,
     half_life_days=float(half_life) if half_life else None,
+    scale=float(scale),
+    base=float(base),
+    init=float(init),
 )
 try:
-    lb = bt.leaderboard(filtered, intervals="sandwich", **params)
+    lb = cache.leaderboard(votes, request)
 except RankLensError as exc:
     ui.show_error(exc)
     st.stop()
 
-signature = (name, tuple(sel_cats), tuple(sel_judges), tuple(sorted(params.items())))
 b1, b2, b3 = st.columns([1, 1, 3])
 rounds = int(b1.number_input("Bootstrap rounds", min_value=50, max_value=5000, value=1000, step=50, key="lb_rounds"))
 seed = int(b2.number_input("Seed", min_value=0, value=0, step=1, key="lb_seed"))
+asked = state.BootstrapRequest(content_digest(votes), request, rounds, seed)
 b3.write("")
 if b3.button("Run bootstrap", icon=":material/play_arrow:", key="lb_run_boot", disabled=not lb.ok):
     bar = st.progress(0.0, text="Bootstrap: 0 rounds")
@@ -159,24 +166,21 @@ if b3.button("Run bootstrap", icon=":material/play_arrow:", key="lb_run_boot", d
         bar.progress(done / total, text=f"Bootstrap: {done:,} / {total:,} rounds")
 
     try:
-        boot = bt.leaderboard(
-            filtered, intervals="bootstrap", bootstrap_rounds=rounds, seed=seed, progress=_tick, **params
-        )
+        cache.bootstrap(votes, request, rounds, seed, progress=_tick)
     except RankLensError as exc:
         ui.show_error(exc)
         st.stop()
     bar.empty()
-    st.session_state[BOOT_KEY] = ((*signature, rounds, seed), boot)
+    state.LB_BOOTSTRAP.set(asked)
 
-stored = st.session_state.get(BOOT_KEY)
-have_boot = stored is not None and stored[0] == (*signature, rounds, seed)
-if have_boot:
+if state.LB_BOOTSTRAP.get() == asked:
     shown = st.segmented_control("Intervals", ["bootstrap", "sandwich"], default="bootstrap", key="lb_show")
     if shown == "bootstrap" or shown is None:
-        lb = stored[1]
+        lb = cache.bootstrap(votes, request, rounds, seed)
+        seconds = lb.estimates.seconds if lb.estimates else 0.0
         st.caption(
             f"Bootstrap percentile intervals from {rounds:,} rounds (seed {seed}), fitted as one batched "
-            f"computation in {lb.estimates.seconds if lb.estimates else 0.0:.2f} s."
+            f"computation in {seconds:.2f} s."
         )
     else:
         st.caption("Sandwich (robust) intervals.")
@@ -185,7 +189,7 @@ else:
 
 for d in lb.diagnostics:
     {"error": st.error, "warning": st.warning}.get(d.level, st.info)(d.message)
-if not lb.ok or lb.table.empty:
+if not lb.ok or lb.table.empty or lb.summary is None:
     st.stop()
 
 summary = lb.summary
@@ -198,15 +202,8 @@ m4.metric(
     f"{summary.davidson_nu:.3f}" if summary.davidson_nu is not None else str(summary.iterations),
 )
 
-table = lb.table
-display = table[["rank", "rank_ub", "model", "rating"]].copy()
-display["ci"] = [
-    f"+{h - r:.1f} / −{r - lo:.1f}" for r, lo, h in zip(table.rating, table.ci_low, table.ci_high, strict=False)
-]
-display[["votes", "wins", "ties", "losses"]] = table[["votes", "wins", "ties", "losses"]]
-display["provisional"] = table["provisional"]
 st.dataframe(
-    display,
+    reports.display_table(lb),
     hide_index=True,
     width="stretch",
     column_config={
@@ -225,15 +222,17 @@ st.dataframe(
     },
     placeholder="—",
 )
-ui.download_csv(table[bt.TABLE_COLUMNS], f"leaderboard-{name}.csv".replace(" ", "_"), key="lb_download")
+st.caption(f"L2 penalty: {summary.penalty}.")
+ui.download_csv(lb.table[bt.TABLE_COLUMNS], f"leaderboard-{name}.csv".replace(" ", "_"), key="lb_download")
 
-tabs = ["Ratings", "Win rate", "Battles", "Predicted", "Bootstrap"]
+table = lb.table
 truth = votes.meta.get("true_ratings") if hasattr(votes, "meta") else None
-if truth:
-    tabs.append("Fitted vs true")
-panes = st.tabs(tabs)
+panes = st.tabs(["Ratings", "Win rate", "Battles", "Predicted", "Bootstrap", *(["Fitted vs true"] if truth else [])])
 with panes[0]:
-    st.plotly_chart(rating_intervals(table, f"Ratings with {ci:.0%} {lb.intervals} intervals"), width="stretch")
+    title = f"Ratings with {ci:.0%} {lb.intervals} intervals"
+    st.plotly_chart(rating_intervals(reports.plotted(lb), title), width="stretch")
+    if note := reports.not_estimable_note(lb):
+        st.caption(note)
 with panes[1]:
     st.plotly_chart(win_rate_heatmap(lb.win_rate), width="stretch")
 with panes[2]:

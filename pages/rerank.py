@@ -6,17 +6,21 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import pandas as pd
 import streamlit as st
 
 from core.charts.rerank import cost_quality_figure, latency_histogram, metrics_figure, movement_figure
+from core.data import Run
 from core.errors import RankLensError
+from core.io import write_trec_run
+from core.metrics import parse_metrics
+from core.reports import rerank as reports
 from core.rerank import (
     CACHE_DIR,
     DEFAULTS,
     PAPER_STAGES,
     PROVIDERS,
     STRATEGIES,
+    BatchResult,
     Prices,
     ProgressState,
     ReplyCache,
@@ -26,10 +30,11 @@ from core.rerank import (
     parse_stages,
     rerank_candidates,
 )
+from core.rerank.compare import comparison_table
 from core.rerank.openai_provider import resolve_api_key
-from pages.common import ui
+from core.rerank.provider import AsyncProvider
+from pages.common import cache, state, ui
 
-RESULT_KEY = "rr_results"
 METRICS = ["ndcg@10", "mrr@10", "map", "recall@10"]
 LABELS = {
     "rankgpt": "RankGPT sliding window (listwise)",
@@ -38,17 +43,6 @@ LABELS = {
     "pointwise": "Pointwise grades (ties!)",
     "prp-allpairs": "PRP all pairs + Bradley-Terry",
 }
-
-
-class _Secrets:
-    """st.secrets lookups that never raise (there may be no secrets file)."""
-
-    def get(self, name: str) -> Any:
-        try:
-            return st.secrets.get(name)
-        except Exception:  # noqa: BLE001 - StreamlitSecretNotFoundError and friends
-            return None
-
 
 st.title("Rerank")
 st.caption(
@@ -61,46 +55,28 @@ ws = ui.workspace()
 ws.ensure_demo("rerank")
 
 with st.expander("Upload candidates", expanded=False, icon=":material/upload:"):
-    up = st.file_uploader(
+    ui.uploader(
         "Candidates JSONL: one line per query, {qid, query, candidates: [{docid, text}]}",
-        type=["jsonl", "json"],
-        key="rr_upload",
+        "corpus",
+        "rr_upload",
+        ["jsonl", "json"],
+        multiple=False,
     )
-    if up is not None:
-        data = up.getvalue()
-        h = ui.digest(data)
-        done = st.session_state.setdefault("rr_ingested", set())
-        if h not in done:
-            try:
-                from core.io.corpus import read_candidates
-
-                cs = read_candidates(data, filename=up.name)
-            except RankLensError as exc:
-                ui.show_error(exc)
-            else:
-                added = ws.add("corpus", cs.name, cs, origin="upload", digest=h)
-                done.add(h)
-                st.session_state["rr_corpus"] = added
-                st.success(f"Loaded {added}: {cs.n_queries} queries, {len(cs):,} candidates.")
+ui.show_upload_messages()
 
 corpora = ws.names("corpus")
 if not corpora:
     st.info("No candidates loaded: upload a candidates JSONL above.")
     st.stop()
-if st.session_state.get("rr_corpus") not in corpora:
-    st.session_state["rr_corpus"] = corpora[0]
+if state.RR_CORPUS.get() not in corpora:
+    state.RR_CORPUS.set(corpora[0])
 qrels_names = ws.names("qrels")
-if st.session_state.get("rr_qrels") not in [*qrels_names, "(none)"]:
-    st.session_state["rr_qrels"] = "Demo rerank qrels" if "Demo rerank qrels" in qrels_names else "(none)"
+if state.RR_QRELS.get() not in [*qrels_names, "(none)"]:
+    state.RR_QRELS.set("Demo rerank qrels" if "Demo rerank qrels" in qrels_names else "(none)")
 
 c1, c2, c3 = st.columns([2, 2, 1])
-corpus_name = c1.selectbox(
-    "Candidates",
-    corpora,
-    key="rr_corpus",
-    format_func=lambda n: f"{n}  ·  demo" if ws.entry("corpus", n).origin == "demo" else n,
-)
-qrels_name = c2.selectbox("Qrels (for metrics)", ["(none)", *qrels_names], key="rr_qrels")
+corpus_name = c1.selectbox("Candidates", corpora, key=state.RR_CORPUS.key, format_func=ui.demo_label(ws, "corpus"))
+qrels_name = c2.selectbox("Qrels (for metrics)", ["(none)", *qrels_names], key=state.RR_QRELS.key)
 cands = ws.get("corpus", corpus_name)
 n_queries = c3.number_input(
     "Queries",
@@ -111,16 +87,11 @@ n_queries = c3.number_input(
     help="Rerank only the first N queries (handy for a cheap first look).",
 )
 cands = cands.subset(cands.qids[: int(n_queries)])
-qrels = ws.get("qrels", qrels_name) if qrels_name in qrels_names else None
 
 # ---- provider ---------------------------------------------------------------------------------------
 st.subheader("Provider")
 provider_kind = st.radio(
-    "Provider",
-    list(PROVIDERS),
-    horizontal=True,
-    key="rr_provider",
-    format_func=lambda k: PROVIDERS[k].label,
+    "Provider", list(PROVIDERS), horizontal=True, key="rr_provider", format_func=lambda k: PROVIDERS[k].label
 )
 settings: dict[str, Any] = {}
 prices = Prices()
@@ -145,7 +116,7 @@ if provider_kind == "openai":
         key="rr_api_key",
         help="Kept only in this browser session; never written to disk, logs or the cache.",
     )
-    key, source = resolve_api_key(typed or None, azure=azure, secrets=_Secrets())
+    key, source = resolve_api_key(typed or None, azure=azure, secrets=ui.Secrets())
     if key:
         settings["api_key"] = key
         st.caption(f"API key: from {source}.")
@@ -172,21 +143,19 @@ if provider_kind == "openai":
 
 # ---- strategy ---------------------------------------------------------------------------------------
 st.subheader("Strategy")
-compare = st.toggle("Compare strategies", key="rr_compare")
-if compare:
+if st.toggle("Compare strategies", key="rr_compare"):
     strategies = st.multiselect(
         "Strategies",
         list(STRATEGIES),
         default=["rankgpt", "prp", "tourrank"],
         key="rr_strategies",
-        format_func=lambda s: LABELS[s],
+        format_func=LABELS.__getitem__,
     )
 else:
-    strategies = [
-        st.selectbox(
-            "Strategy", list(STRATEGIES), key="rr_strategy", format_func=lambda s: LABELS[s], bind="query-params"
-        )
-    ]
+    strategy = st.selectbox(
+        "Strategy", list(STRATEGIES), key=state.RR_STRATEGY, format_func=LABELS.__getitem__, bind="query-params"
+    )
+    strategies = [strategy]
 params: dict[str, dict[str, Any]] = {}
 cols = st.columns(4)
 if "rankgpt" in strategies:
@@ -213,11 +182,8 @@ if "tourrank" in strategies:
             ui.show_error(exc)
             st.stop()
 if "pointwise" in strategies:
-    params["pointwise"] = {
-        "scale": int(
-            st.radio("Grade scale", ["3", "10"], horizontal=True, key="rr_scale", format_func=lambda s: f"0-{s}")
-        )
-    }
+    scale = st.radio("Grade scale", ["3", "10"], horizontal=True, key="rr_scale", format_func=lambda s: f"0-{s}")
+    params["pointwise"] = {"scale": int(scale)}
 if "prp-allpairs" in strategies:
     params["prp-allpairs"] = {
         "max_docs": st.number_input(
@@ -239,61 +205,45 @@ strict = o3.toggle("Strict (refuse long passages)", key="rr_strict")
 shuffle = o4.toggle("Shuffle input (seed 13)", key="rr_shuffle", help="Position-bias study: shuffle candidates first.")
 
 # ---- estimate ---------------------------------------------------------------------------------------
-sizes = [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries]
+sizes = reports.query_sizes(cands)
 try:
-    est_rows = []
-    for s in strategies:
-        e_ = estimate(s, sizes, params.get(s), prices)
-        est_rows.append(
-            {
-                "strategy": s,
-                "queries": e_.queries,
-                "calls": e_.calls,
-                "max calls / query": e_.max_calls_per_query,
-                "est. prompt tokens": e_.prompt_tokens,
-                "est. completion tokens": e_.completion_tokens,
-                "est. cost (USD)": round(e_.cost, 4),
-            }
-        )
+    estimates = [estimate(s, sizes, params.get(s), prices) for s in strategies]
 except RankLensError as exc:
     ui.show_error(exc)
     st.stop()
 st.markdown("**Estimate before running** (exact call counts; tokens ≈ characters / 4)")
-st.dataframe(pd.DataFrame(est_rows), hide_index=True, width="stretch", placeholder="—")
+st.dataframe(reports.estimate_table(estimates), hide_index=True, width="stretch", placeholder="—")
 
 run_clicked = st.button(
     "Run reranking", type="primary", key="rr_run", icon=":material/play_arrow:", disabled=not strategies
 )
 
 
-def _provider():
+def _provider() -> AsyncProvider:
+    scale = params.get("pointwise", {}).get("scale", 3)
     if provider_kind == "lexical":
-        return make_provider("lexical", scale=params.get("pointwise", {}).get("scale", 3))
-    return make_provider(
-        "openai",
-        retry=RetryPolicy(),
-        cache=ReplyCache(CACHE_DIR, enabled=cache_on),
-        scale=params.get("pointwise", {}).get("scale", 3),
-        **settings,
-    )
+        return make_provider("lexical", scale=scale)
+    replies = ReplyCache(CACHE_DIR, enabled=cache_on)
+    return make_provider("openai", retry=RetryPolicy(), cache=replies, scale=scale, **settings)
 
 
 if run_clicked:
     bar = st.progress(0.0, text="Starting…")
-    results, failures = [], []
+    results: list[BatchResult] = []
+    failures: list[str] = []
     last = [0.0]
     for i, s in enumerate(strategies):
 
-        def progress(state: ProgressState, i: int = i, s: str = s) -> None:
+        def progress(progress_state: ProgressState, i: int = i, s: str = s) -> None:
             now = time.monotonic()
-            if now - last[0] < 0.1 and state.done_queries < state.total_queries:
+            if now - last[0] < 0.1 and progress_state.done_queries < progress_state.total_queries:
                 return
             last[0] = now
-            frac = (i + min(1.0, state.done_calls / max(state.total_calls, 1))) / len(strategies)
+            frac = (i + min(1.0, progress_state.done_calls / max(progress_state.total_calls, 1))) / len(strategies)
             bar.progress(
                 min(frac, 1.0),
-                text=f"{s}: {state.done_queries}/{state.total_queries} queries, "
-                f"{state.done_calls:,}/{state.total_calls:,} calls",
+                text=f"{s}: {progress_state.done_queries}/{progress_state.total_queries} queries, "
+                f"{progress_state.done_calls:,}/{progress_state.total_calls:,} calls",
             )
 
         provider = None
@@ -321,66 +271,47 @@ if run_clicked:
             text = f"{s}: {type(exc).__name__}: {exc}"
             failures.append(provider.redact(text) if provider is not None else text)
     bar.progress(1.0, text="Done.")
-    st.session_state[RESULT_KEY] = {
-        "results": results,
-        "failures": failures,
-        "corpus": corpus_name,
-        "qrels": qrels_name,
-        "cands": cands,
-    }
+    state.RR_RESULTS.set(state.RerankOutcome(results, failures, qrels_name, cands, cands.to_run("first stage")))
 
-state = st.session_state.get(RESULT_KEY)
-if not state:
+outcome = state.RR_RESULTS.get()
+if outcome is None:
     st.info("Press **Run reranking** to rerank the candidates.")
     st.stop()
-for text in state["failures"]:
+for text in outcome.failures:
     ui.show_error(text)
-results = state["results"]
-cands_run = state["cands"]
-if not results:
+if not outcome.results:
     st.stop()
-q_for_metrics = ws.get("qrels", state["qrels"]) if state["qrels"] in ws.names("qrels") else None
-first_stage = cands_run.to_run("first stage")
+cands_run = outcome.cands
+q_for_metrics = ws.get("qrels", outcome.qrels) if outcome.qrels in ws.names("qrels") else None
 
 # ---- comparison ---------------------------------------------------------------------------------------
-if len(results) > 1 and q_for_metrics is not None:
-    from core.rerank.compare import comparison_table
-
+if len(outcome.results) > 1 and q_for_metrics is not None:
     st.subheader("Comparison")
-    table = comparison_table(cands_run, q_for_metrics, results)
-    st.dataframe(
-        table,
-        hide_index=True,
-        width="stretch",
-        column_config={c: st.column_config.NumberColumn(format="%.4f") for c in METRICS},
-        placeholder="—",
-    )
+    table = comparison_table(cands_run, q_for_metrics, outcome.results)
+    config = {c: st.column_config.NumberColumn(format="%.4f") for c in METRICS}
+    st.dataframe(table, hide_index=True, width="stretch", column_config=config, placeholder="—")
     ui.download_csv(table, "rerank_comparison.csv", key="rr_dl_cmp")
-    st.plotly_chart(
-        cost_quality_figure(table[table["method"] != "original"].rename(columns={"method": "strategy"})),
-        width="stretch",
-    )
+    reranked = table[table["method"] != "original"].rename(columns={"method": "strategy"})
+    st.plotly_chart(cost_quality_figure(reranked), width="stretch")
 
-names = [r.strategy for r in results]
-chosen = st.selectbox("Result", names, key="rr_show") if len(results) > 1 else names[0]
-res = results[names.index(chosen)]
+names = [r.strategy for r in outcome.results]
+chosen = st.selectbox("Result", names, key="rr_show") if len(names) > 1 else names[0]
+res = outcome.results[names.index(chosen)]
 for note in res.notes:
     st.info(note)
 for qid, err in res.errors.items():
     st.warning(f"Query {qid} failed: {err}")
+if res.run is None:  # never: a strategy whose every query failed is in outcome.failures
+    st.stop()
+reranked_run: Run = res.run
 
 # ---- metrics ------------------------------------------------------------------------------------------
-if q_for_metrics is not None and res.run is not None:
-    from core.metrics import evaluate
-
+if q_for_metrics is not None:
     st.subheader("Metrics before and after")
-    after = res.run.renamed(f"reranked ({res.strategy})")
-    rows = []
-    for policy, label in (("trec", "traditional (trec_eval ties)"), ("expected", "tie-aware (expected)")):
-        agg = evaluate([first_stage, after], q_for_metrics, METRICS, ties=policy).aggregate
-        for run_name, row in agg.iterrows():
-            rows.append({"ties": label, "run": run_name, **{m: round(float(row[m]), 4) for m in METRICS}})
-    mframe = pd.DataFrame(rows)
+    after = reranked_run.renamed(f"reranked ({res.strategy})")
+    pair = (outcome.first_stage, after)
+    evaluations = cache.policy_evaluations(pair, q_for_metrics, parse_metrics(METRICS), tuple(reports.TIES_LABELS))
+    mframe = reports.metrics_table(evaluations, METRICS)
     st.table(mframe.set_index(["ties", "run"]))
     ui.download_csv(mframe, "rerank_metrics.csv", key="rr_dl_metrics")
     if res.strategy == "pointwise":
@@ -388,92 +319,37 @@ if q_for_metrics is not None and res.run is not None:
             "Pointwise grades tie many documents: the traditional MRR depends on trec_eval's docid tie-break, "
             "while the tie-aware value (MTRR) is the expectation over every order of the ties."
         )
-    st.plotly_chart(
-        metrics_figure(pd.DataFrame([r for r in rows if r["ties"].startswith("tie-aware")]).set_index("run"), METRICS),
-        width="stretch",
-    )
+    tie_aware = mframe[mframe["ties"] == reports.TIES_LABELS["expected"]].set_index("run")
+    st.plotly_chart(metrics_figure(tie_aware, METRICS), width="stretch")
 
 # ---- before / after ---------------------------------------------------------------------------------
-if res.run is not None:
-    st.subheader("Before and after")
-    ok_qids = [q for q in cands_run.qids if q in res.results]
-    qid = st.selectbox("Query", ok_qids, key="rr_query", format_func=lambda q: f"{q}: {cands_run.get(q).query}")
-    qc = cands_run.get(qid)
-    grades = q_for_metrics.to_dict().get(qid, {}) if q_for_metrics is not None else {}
-    order = res.results[qid].order
-    before_ids = list(qc.docids)
-    after_ids = [qc.docids[i] for i in order]
-    pos_before = {d: i + 1 for i, d in enumerate(before_ids)}
-    text_of = dict(zip(qc.docids, qc.texts, strict=False))
-
-    def _frame(ids: list[str], moved: bool) -> pd.DataFrame:
-        out = pd.DataFrame(
-            {
-                "rank": range(1, len(ids) + 1),
-                "docid": ids,
-                "grade": [grades.get(d, "") for d in ids],
-                "passage": [text_of[d][:140] for d in ids],
-            }
-        )
-        if moved:
-            out.insert(
-                2,
-                "move",
-                [
-                    f"▲{pos_before[d] - r}"
-                    if pos_before[d] > r
-                    else (f"▼{r - pos_before[d]}" if pos_before[d] < r else "=")
-                    for r, d in enumerate(ids, start=1)
-                ],
-            )
-        return out
-
-    left, right = st.columns(2)
-    left.markdown("**Before (first stage)**")
-    left.dataframe(_frame(before_ids, False), hide_index=True, width="stretch", height=420)
-    right.markdown(f"**After ({res.strategy})**")
-    right.dataframe(_frame(after_ids, True), hide_index=True, width="stretch", height=420)
-    st.plotly_chart(
-        movement_figure(before_ids, after_ids, grades, top=20, title=f"Movement for {qid}"), width="stretch"
-    )
-    from core.io import write_trec_run
-
-    ui.download_text(
-        lambda: write_trec_run(res.run, None, tag=f"ranklens-{res.strategy}"),
-        f"reranked_{res.strategy}.trec",
-        "Download reranked run (TREC)",
-        key="rr_dl_trec",
-    )
+st.subheader("Before and after")
+ok_qids = [q for q in cands_run.qids if q in res.results]
+qid = st.selectbox("Query", ok_qids, key="rr_query", format_func=lambda q: f"{q}: {cands_run.get(q).query}")
+qc = cands_run.get(qid)
+grades = reports.query_grades(q_for_metrics, qid)
+before = reports.ranked_passages(qc, grades)
+after_list = reports.ranked_passages(qc, grades, res.results[qid].order)
+left, right = st.columns(2)
+left.markdown("**Before (first stage)**")
+left.dataframe(before, hide_index=True, width="stretch", height=420)
+right.markdown(f"**After ({res.strategy})**")
+right.dataframe(after_list, hide_index=True, width="stretch", height=420)
+figure = movement_figure(list(before["docid"]), list(after_list["docid"]), grades, top=20, title=f"Movement for {qid}")
+st.plotly_chart(figure, width="stretch")
+ui.download_text(
+    lambda: write_trec_run(reranked_run, None, tag=f"ranklens-{res.strategy}") or "",
+    f"reranked_{res.strategy}.trec",
+    "Download reranked run (TREC)",
+    key="rr_dl_trec",
+)
 
 # ---- usage and calls ---------------------------------------------------------------------------------
 st.subheader("Usage")
-u = res.usage
-usage = pd.DataFrame(
-    [
-        {
-            "strategy": u.strategy,
-            "queries": u.queries,
-            "failed": u.failed_queries,
-            "estimated calls": u.estimated_calls,
-            "actual calls": u.calls,
-            "re-asks": u.reasks,
-            "invalid rate": round(u.invalid_rate, 4),
-            "fallbacks": u.fallbacks,
-            "cache hits": u.cache_hits,
-            "retries": u.transport_retries,
-            "prompt tokens": u.prompt_tokens,
-            "completion tokens": u.completion_tokens,
-            "cost (USD)": round(u.cost, 6),
-            "call p50 ms": round(u.call_p50_ms, 2),
-            "call p95 ms": round(u.call_p95_ms, 2),
-            "truncated": u.truncated,
-            "wall s": round(u.wall_s, 2),
-        }
-    ]
-)
+usage = reports.usage_table(res.usage)
 st.dataframe(usage, hide_index=True, width="stretch", placeholder="—")
 ui.download_csv(usage, "rerank_usage.csv", key="rr_dl_usage")
-with st.expander(f"Per-call log ({u.calls:,} calls)", icon=":material/list:"):
+with st.expander(f"Per-call log ({res.usage.calls:,} calls)", icon=":material/list:"):
     log = res.log_frame()
     st.dataframe(log.head(5000), hide_index=True, width="stretch", placeholder="—")
     ui.download_csv(log, "rerank_calls.csv", key="rr_dl_log")

@@ -5,16 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
+
+from pages.common import cache
 
 APP = str(Path(__file__).resolve().parents[2] / "app.py")
 
 
 @pytest.fixture(autouse=True)
 def _clear_streamlit_caches():
-    st.cache_data.clear()
-    st.cache_resource.clear()
+    cache.clear()  # Streamlit's caches and the bootstrap map of pages.common.cache
     yield
 
 

@@ -1,0 +1,326 @@
+"""Cached wrappers of the expensive core calls, shared by every page.
+
+Datasets (`Run`, `Qrels`, `Votes`) are keyed by their type, name and content digest
+(`core.data.content_digest`, computed once per object), uploads by a digest of their bytes:
+never by identity, so equal content hits the cache across reruns and sessions, and a key never
+holds a dataset. Every cache is bounded (``max_entries``): a long-running server keeps at most
+that many results (a fused run, a parsed upload, an evaluation...) per wrapper.
+
+``st.cache_resource`` holds immutable results shared without copies (datasets, evaluations,
+tie statistics, leaderboards); ``st.cache_data`` holds DataFrames (a copy per caller). An
+argument whose name starts with ``_`` is not part of the key (Streamlit's rule). Work that
+shows its progress on the page while it runs (the bootstrap) is kept in a `Bounded` map
+instead, keyed the same way. `clear` empties all of them (tests call it between apps).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+import pandas as pd
+import streamlit as st
+
+from core import bt
+from core import metrics as core_metrics
+from core import ties as core_ties
+from core.answers import score_answers as _score_answers
+from core.data import Qrels, Run, Votes, content_digest
+from core.fusion import FusionParams, fuse_with, provenance_with
+from core.fusion import sweep_k as _sweep_k
+from core.fusion import sweep_weight as _sweep_weight
+from core.metrics import Evaluation, Metric, plain_metrics
+from core.reports import data as data_reports
+from core.reports import metrics as metric_reports
+from core.stats import compare_runs
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+#: the four tie policies, in the order the pages show them
+POLICIES: tuple[str, ...] = tuple(metric_reports.POLICY_LABELS)
+
+
+def fingerprint(obj: Run | Qrels | Votes) -> tuple[str, str, str]:
+    """Cache key of an immutable dataset: its type, name and content digest."""
+    return type(obj).__name__, obj.name, content_digest(obj)
+
+
+#: ``hash_funcs`` of every wrapper taking datasets
+DATASETS: dict[Any, Callable[[Any], Any]] = {Run: fingerprint, Qrels: fingerprint, Votes: fingerprint}
+
+
+def bytes_digest(data: bytes) -> str:
+    """Digest of an upload's bytes (the key of `parse` and of the workspace's entries)."""
+    return hashlib.sha256(data).hexdigest()[:20]
+
+
+# ---- uploads -----------------------------------------------------------------------------------
+@st.cache_resource(max_entries=16, show_spinner=False)
+def parse(kind: str, filename: str, digest: str, _data: bytes) -> list[tuple[str, Any]]:
+    """The datasets in an upload, as (name, object), parsed once per (kind, name, bytes digest);
+    the objects are immutable, so they are shared without copies. Raises the readers' errors."""
+    from core import io as rio
+
+    if kind == "run":
+        return [(r.name, r) for r in rio.read_runs(_data, filename=filename)]
+    if kind == "qrels":
+        q = rio.read_qrels(_data, filename=filename)
+        return [(q.name, q)]
+    if kind == "corpus":
+        from core.io.corpus import read_candidates
+
+        cs = read_candidates(_data, filename=filename)
+        return [(cs.name, cs)]
+    stem = filename.rsplit(".", 1)[0]
+    if kind == "answers":
+        return [(stem, rio.read_answers(_data, filename=filename))]
+    if kind == "chunkmap":
+        return [(stem, rio.read_chunk_map(_data, filename=filename))]
+    if kind == "votes":
+        return [(stem, rio.read_votes(_data, filename=filename))]
+    raise ValueError(f"no reader for {kind}")
+
+
+# ---- evaluation --------------------------------------------------------------------------------
+@st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
+def evaluate(
+    runs: tuple[Run, ...], qrels: Qrels, metrics: tuple[Metric, ...], ties: str, rel_level: int = 1
+) -> Evaluation:
+    """`core.metrics.evaluate` of ``runs`` under one tie policy."""
+    return core_metrics.evaluate(list(runs), qrels, list(metrics), ties=ties, rel_level=rel_level)
+
+
+def policy_evaluations(
+    runs: Sequence[Run],
+    qrels: Qrels,
+    metrics: Sequence[Metric],
+    policies: Sequence[str] = POLICIES,
+    rel_level: int = 1,
+) -> dict[str, Evaluation]:
+    """One cached evaluation of `core.metrics.plain_metrics` ``(metrics)`` per policy: the
+    input of `core.metrics.policy_table` (the summary) and of `core.reports.metrics.named`
+    (the per-query values), so nothing is evaluated twice."""
+    plain = tuple(plain_metrics(metrics))
+    return {policy: evaluate(tuple(runs), qrels, plain, policy, rel_level) for policy in policies}
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def significance(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metrics: tuple[Metric, ...],
+    rel_level: int,
+    baseline: str | None,
+    test: str,
+    n_permutations: int = 5000,
+) -> pd.DataFrame:
+    """`core.stats.compare_runs` on the tie-aware (``expected``) per-query values, seed 0."""
+    expected = metric_reports.named(
+        policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
+    )
+    names = [m.name for m in metrics]
+    return compare_runs(expected.per_query, names, baseline=baseline, test=test, n_permutations=n_permutations, seed=0)
+
+
+@st.cache_resource(max_entries=64, show_spinner=False, hash_funcs=DATASETS)
+def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> core_ties.TieStats:
+    """`core.ties.tie_statistics`."""
+    return core_ties.tie_statistics(run, qrels, rel_level)
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def tie_gap_table(runs: tuple[Run, ...], qrels: Qrels, metric: str, rel_level: int = 1) -> pd.DataFrame:
+    """`core.metrics.tie_gap_table`."""
+    return core_metrics.tie_gap_table(list(runs), qrels, metric, rel_level=rel_level)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def query_report(
+    run: Run, qrels: Qrels, qid: str, metrics: tuple[Metric, ...], rel_level: int = 1
+) -> metric_reports.QueryReport:
+    """`core.reports.metrics.query_report`: one query, every policy."""
+    return metric_reports.query_report(run, qrels, qid, list(metrics), rel_level)
+
+
+# ---- Data page ---------------------------------------------------------------------------------
+@st.cache_resource(max_entries=8, show_spinner=False, hash_funcs=DATASETS)
+def score_range(run: Run) -> data_reports.ScoreRange:
+    """`core.reports.data.score_range`."""
+    return data_reports.score_range(run)
+
+
+@st.cache_data(max_entries=8, show_spinner=False, hash_funcs=DATASETS)
+def ranked_head(run: Run, rows: int = 200) -> pd.DataFrame:
+    """`core.reports.data.ranked_head`."""
+    return data_reports.ranked_head(run, rows)
+
+
+@st.cache_data(max_entries=8, show_spinner=False)
+def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
+    """`core.answers.score_answers`."""
+    return _score_answers(answers)
+
+
+# ---- fusion ------------------------------------------------------------------------------------
+@st.cache_resource(max_entries=2, show_spinner=False, hash_funcs=DATASETS)
+def fuse(runs: tuple[Run, ...], params: FusionParams) -> Run:
+    """The fused run (`core.fusion.fuse_with`, no warning: the page shows the report's notes),
+    kept across reruns: on MS MARCO-sized inputs fusing takes seconds."""
+    return fuse_with(list(runs), params, warn=False)
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def provenance(runs: tuple[Run, ...], params: FusionParams, qid: str) -> pd.DataFrame:
+    """`core.fusion.provenance_with` for one query."""
+    return provenance_with(list(runs), params, [qid])
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def sweep_k(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metric: str,
+    ks: tuple[float, ...],
+    weights: tuple[float, ...],
+    depth: int | None,
+    top_k: int | None,
+) -> pd.DataFrame:
+    """`core.fusion.sweep_k`."""
+    return _sweep_k(list(runs), qrels, metric, ks=list(ks), weights=list(weights), depth=depth, top_k=top_k)
+
+
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def sweep_weight(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metric: str,
+    method: str,
+    k: float,
+    norm: str | None,
+    depth: int | None,
+    top_k: int | None,
+) -> pd.DataFrame:
+    """`core.fusion.sweep_weight`."""
+    return _sweep_weight(list(runs), qrels, metric, method=method, k=k, norm=norm, depth=depth, top_k=top_k)
+
+
+# ---- leaderboard -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BoardRequest:
+    """A leaderboard as the page asks for it, the votes aside: the category / judge filters
+    (None: no such column) and the options of `core.bt.leaderboard` (``l2`` as text, see
+    `core.bt.parse_l2`)."""
+
+    categories: tuple[str, ...] | None = None
+    judges: tuple[str, ...] | None = None
+    ties: str = "half"
+    l2: str = "auto"
+    ci: float = 0.95
+    anchor: str | None = None
+    anchor_rating: float = 1000.0
+    min_votes: int = 0
+    half_life_days: float | None = None
+    scale: float = 400.0
+    base: float = 10.0
+    init: float = 1000.0
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, hash_funcs=DATASETS)
+def leaderboard(votes: Votes, request: BoardRequest) -> bt.Leaderboard:
+    """`core.bt.leaderboard` of ``votes`` filtered as ``request`` says, sandwich intervals.
+    Raises `RankLensError` for bad options."""
+    return _leaderboard(votes, request, "sandwich", 1000, 0, None)
+
+
+class Bounded(Generic[K, V]):
+    """A process-wide least-recently-used map of at most ``max_entries`` results, for work that
+    reports progress to the page while it runs (Streamlit's caches cannot: a cached function
+    may not update an element created outside it). Thread-safe."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._items: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            if key not in self._items:
+                return None
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: K, value: V) -> None:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.max_entries:
+                self._items.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+#: bootstrap leaderboards by (votes fingerprint, request, rounds, seed)
+BOOTSTRAPS: Bounded[tuple[Any, ...], bt.Leaderboard] = Bounded(max_entries=8)
+
+
+def bootstrap(
+    votes: Votes,
+    request: BoardRequest,
+    rounds: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> bt.Leaderboard:
+    """`core.bt.leaderboard` with bootstrap intervals, kept in `BOOTSTRAPS`; on a miss
+    ``progress`` is told of the rounds done. Raises `RankLensError` for bad options."""
+    key = (fingerprint(votes), request, rounds, seed)
+    found = BOOTSTRAPS.get(key)
+    if found is None:
+        found = _leaderboard(votes, request, "bootstrap", rounds, seed, progress)
+        BOOTSTRAPS.put(key, found)
+    return found
+
+
+def clear() -> None:
+    """Empty every cache of this module (Streamlit's and `BOOTSTRAPS`)."""
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    BOOTSTRAPS.clear()
+
+
+def _leaderboard(
+    votes: Votes,
+    request: BoardRequest,
+    intervals: str,
+    rounds: int,
+    seed: int,
+    progress: Callable[[int, int], None] | None,
+) -> bt.Leaderboard:
+    r = request
+    filtered = votes.filter(
+        categories=None if r.categories is None else list(r.categories),
+        judges=None if r.judges is None else list(r.judges),
+    )
+    return bt.leaderboard(
+        filtered,
+        ties=r.ties,
+        l2=bt.parse_l2(r.l2),
+        intervals=intervals,
+        bootstrap_rounds=rounds,
+        seed=seed,
+        ci=r.ci,
+        anchor=r.anchor,
+        anchor_rating=r.anchor_rating,
+        min_votes=r.min_votes,
+        half_life_days=r.half_life_days,
+        scale=r.scale,
+        base=r.base,
+        init=r.init,
+        progress=progress,
+    )

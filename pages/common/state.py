@@ -1,0 +1,183 @@
+"""Session-state keys, typed, in one place.
+
+Every value the app or a page reads or writes through ``st.session_state`` is a `Slot` here,
+with its key and type; no other module spells a session-state key. Two kinds of widget keys
+are listed as well: widgets whose value code reads or sets through session state (the sidebar
+selection, the dataset inspector, ...: they are `Slot`s too) and widgets bound to the URL
+(``bind="query-params"``): their keys are the query parameters of links people have shared,
+so they must keep their names (`URL_KEYS`, pinned by a test). A widget key that is only ever
+passed as ``key=`` (its value comes back from the widget call) stays where the widget is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar, cast
+
+import streamlit as st
+
+from core.data import Run
+from core.rerank import BatchResult
+from core.rerank.candidates import CandidateSet
+from core.workspace import Workspace
+from pages.common.cache import BoardRequest
+
+T = TypeVar("T")
+
+
+class Slot(Generic[T]):
+    """One session-state entry: its ``key`` and, through the annotations, its type.
+
+    `get` returns the stored value, else the default (not stored); `setdefault` stores the
+    default first (for containers changed in place); `set`, `pop` and `present` as named."""
+
+    def __init__(self, key: str, default: Callable[[], T]) -> None:
+        self.key = key
+        self._default = default
+
+    def get(self) -> T:
+        if self.key in st.session_state:
+            return cast("T", st.session_state[self.key])
+        return self._default()
+
+    def setdefault(self) -> T:
+        if self.key not in st.session_state:
+            st.session_state[self.key] = self._default()
+        return cast("T", st.session_state[self.key])
+
+    def set(self, value: T) -> None:
+        st.session_state[self.key] = value
+
+    def pop(self) -> T:
+        if self.key in st.session_state:
+            return cast("T", st.session_state.pop(self.key))
+        return self._default()
+
+    def present(self) -> bool:
+        return self.key in st.session_state
+
+    def __repr__(self) -> str:
+        return f"Slot({self.key!r})"
+
+
+def _none() -> None:
+    return None
+
+
+# ---- the session's datasets and uploads (app.py, pages.common.ui) ------------------------------
+WORKSPACE: Slot[Workspace | None] = Slot("workspace", _none)
+#: sidebar widgets: the active qrels and runs (names in the workspace)
+SEL_QRELS: Slot[str | None] = Slot("sel_qrels", _none)
+SEL_RUNS: Slot[list[str]] = Slot("sel_runs", list)
+#: (kind, content digest) of every file already ingested
+INGESTED: Slot[set[tuple[str, str]]] = Slot("_ingested", set)
+#: uploader base key -> version (bumped after a rejected file, so the widget empties)
+UPLOADER_VERSIONS: Slot[dict[str, int]] = Slot("_uploader_versions", dict)
+#: (level "error" | "success", Markdown text) shown once by the next page run
+UPLOAD_MESSAGES: Slot[list[tuple[str, str]]] = Slot("_upload_messages", list)
+
+# ---- Data page: the dataset inspector's widgets ----------------------------------------------
+INSPECT_KIND: Slot[str | None] = Slot("inspect_kind", _none)
+INSPECT_NAME: Slot[str | None] = Slot("inspect_name", _none)
+
+
+def uploader_key(base: str) -> str:
+    """Widget key of the uploader ``base``: changes after a rejected file so the widget empties."""
+    return f"{base}-{UPLOADER_VERSIONS.get().get(base, 0)}"
+
+
+def rename_key(kind: str, name: str) -> str:
+    """Widget key of the Data page's "Rename to" input for one dataset."""
+    return f"rename-{kind}-{name}"
+
+
+def text_of(key: str) -> str:
+    """The text of the text-input widget ``key`` (a key built by `rename_key`), "" if unset."""
+    return str(st.session_state.get(key, ""))
+
+
+def files_of(key: str) -> list[Any]:
+    """The files of the uploader widget ``key`` (a key built by `uploader_key`), as a list."""
+    files = st.session_state.get(key)
+    if files is None:
+        return []
+    return files if isinstance(files, list) else [files]
+
+
+# ---- Fusion page -------------------------------------------------------------------------------
+FUSE_RUNS: Slot[list[str]] = Slot("fuse_runs", list)
+
+# ---- Leaderboard page --------------------------------------------------------------------------
+LB_VOTES: Slot[str | None] = Slot("lb_votes", _none)
+#: uploaded votes already seen (a new one becomes the selection)
+LB_SEEN_UPLOADS: Slot[set[str]] = Slot("lb_seen_uploads", set)
+
+
+@dataclass(frozen=True)
+class BootstrapRequest:
+    """The bootstrap the user last asked for: the votes (content digest), the board's options,
+    rounds and seed. The result itself lives in `pages.common.cache.leaderboard`."""
+
+    votes: str
+    board: BoardRequest
+    rounds: int
+    seed: int
+
+
+LB_BOOTSTRAP: Slot[BootstrapRequest | None] = Slot("lb_bootstrap", _none)
+
+
+# ---- Rerank page -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class RerankOutcome:
+    """What one press of "Run reranking" produced: results (one per strategy that ran),
+    failure messages, the candidates it ran on and their first-stage run, and the qrels name
+    chosen then (``(none)`` for none)."""
+
+    results: list[BatchResult]
+    failures: list[str]
+    qrels: str
+    cands: CandidateSet
+    first_stage: Run
+
+
+RR_CORPUS: Slot[str | None] = Slot("rr_corpus", _none)
+RR_QRELS: Slot[str | None] = Slot("rr_qrels", _none)
+RR_RESULTS: Slot[RerankOutcome | None] = Slot("rr_results", _none)
+
+# ---- widget keys bound to the URL (bind="query-params"): shared links use these names ----------
+METRICS = "metrics"
+EXTRA_METRICS = "extra_metrics"
+REL_LEVEL = "rel"
+SIG_TEST = "test"
+METRICS_VIEW = "view"
+FUSE_METHOD = "fuse_method"
+FUSE_K = "fuse_k"
+FUSE_NORM = "fuse_norm"
+FUSE_DEPTH = "fuse_depth"
+FUSE_TOP_K = "fuse_topk"
+FUSE_METRICS = "fuse_metrics"
+FUSE_SWEEP_METRIC = "fuse_sweep_metric"
+LB_CI = "lb_ci"
+LB_TIES = "lb_ties"
+LB_MIN_VOTES = "lb_min_votes"
+RR_STRATEGY = "rr_strategy"
+URL_KEYS: tuple[str, ...] = (
+    METRICS,
+    EXTRA_METRICS,
+    REL_LEVEL,
+    SIG_TEST,
+    METRICS_VIEW,
+    FUSE_METHOD,
+    FUSE_K,
+    FUSE_NORM,
+    FUSE_DEPTH,
+    FUSE_TOP_K,
+    FUSE_METRICS,
+    FUSE_SWEEP_METRIC,
+    LB_CI,
+    LB_TIES,
+    LB_MIN_VOTES,
+    RR_STRATEGY,
+)
