@@ -121,3 +121,25 @@ def test_metrics_drilldown(app):
     assert not app.exception
     values = app.dataframe[1].value  # traditional / tie-aware / range values for the query
     assert {"traditional", "tie-aware", "pessimistic", "optimistic"} <= set(values.index)
+
+
+def test_data_page_answers_and_chunk_collapse(app):
+    open_page(app, "data")
+    answers = b"qid,prediction,reference\n1,Paris,Paris\n2,the cat,a dog\n2,the cat,the cat sat\n"
+    app.get("file_uploader")[2].set_value(("answers.csv", answers, "text/csv")).run()
+    assert not app.exception and app.selectbox(key="inspect_kind").value == "answers"
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Exact match"] == "0.5000"
+    view = app.dataframe[1].value
+    assert view["references"].tolist() == ["Paris", "a dog | the cat sat"] and "f1" in view.columns
+
+    chunks = b"chunk_id,doc_id\nd000-01,D0\nd000-02,D0\n"
+    app.get("file_uploader")[3].set_value(("chunks.csv", chunks, "text/csv")).run()
+    app.selectbox(key="inspect_kind").set_value("run").run()
+    app.selectbox(key="inspect_name").set_value("bm25 (float scores)").run()
+    assert any(m.label == "Queries with ties" for m in app.metric)
+    assert any("distinct values" in c.value for c in app.caption)
+    app.button(key="do_collapse").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("Created" in s.value for s in app.success)
+    assert len(app.session_state["workspace"].names("run")) == 5

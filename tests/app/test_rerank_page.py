@@ -100,3 +100,29 @@ def test_openai_against_local_server_key_stays_in_session(app, tmp_path, monkeyp
     assert len(log) == 4 and secret not in log.to_json()
     cached = list((tmp_path / ".ranklens_cache").rglob("*.json"))
     assert cached and all(secret not in p.read_text() for p in cached)
+
+
+def test_upload_candidates_good_and_bad(app):
+    import json
+
+    at = _open(app)
+    lines = [
+        {
+            "qid": "u1",
+            "query": "red fox",
+            "candidates": [{"docid": "a", "text": "a red fox"}, {"docid": "b", "text": "blue"}],
+        },
+        {
+            "qid": "u2",
+            "query": "owl",
+            "candidates": [{"docid": "c", "text": "an owl"}, {"docid": "d", "text": "owl owl"}],
+        },
+    ]
+    data = "\n".join(json.dumps(x) for x in lines).encode()
+    at.get("file_uploader")[0].set_value(("mine.jsonl", data, "application/json")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("Loaded corpus **mine**" in s.value for s in at.success)
+    assert at.selectbox(key="rr_corpus").value == "mine"
+    assert at.dataframe[0].value["queries"].tolist() == [2]
+    at.get("file_uploader")[0].set_value(("bad.jsonl", b'{"qid": "x"\n', "application/json")).run()
+    assert not at.exception and any("bad.jsonl" in e.value for e in at.error)
