@@ -1,6 +1,6 @@
 """Readers and writers for every RankLens data family: runs, qrels, answers and chunk maps
 (`core.io.runs`), pairwise votes (`core.io.votes`), rerank candidates and text tables
-(`core.io.corpus`).
+(`core.io.corpus`). ``collapse_chunks`` is `core.chunks`' (it computes; kept here by name).
 
 The names below are loaded on first use (PEP 562 ``__getattr__``): ``from core.io import
 read_runs`` imports `core.io.runs` alone, so evaluating a run from the command line does not
@@ -14,10 +14,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from core.chunks import collapse_chunks
     from core.io._common import sniff_format
     from core.io.corpus import read_candidates, read_candidates_from_run, read_text_table
     from core.io.runs import (
-        collapse_chunks,
         read_answers,
         read_chunk_map,
         read_qrels,
@@ -34,7 +34,7 @@ _HOME: dict[str, str] = {
     "read_candidates": "core.io.corpus",
     "read_candidates_from_run": "core.io.corpus",
     "read_text_table": "core.io.corpus",
-    "collapse_chunks": "core.io.runs",
+    "collapse_chunks": "core.chunks",
     "read_answers": "core.io.runs",
     "read_chunk_map": "core.io.runs",
     "read_qrels": "core.io.runs",

@@ -1,4 +1,5 @@
-"""Readers and writers for runs, qrels, answers and chunk-to-document maps.
+"""Readers and writers for runs, qrels, answers and chunk-to-document maps (collapsing a
+chunk run to documents is `core.chunks.collapse_chunks`).
 
 Runs: TREC 6 columns (``qid Q0 docid rank score tag``, whitespace separated), CSV/TSV with a
 header ``qid,docid,score[,rank][,tag]``, JSONL objects with those keys, or Parquet. A file
@@ -25,7 +26,7 @@ import pyarrow.csv as pacsv
 from core.data import Qrels, Run
 from core.errors import DataError
 from core.io._common import LineMap, Source, check_text, json_lines, load_bytes, sniff_format, strip_bom
-from core.ties import ordered_frame, ranked_rows
+from core.ties import ranked_rows
 
 if TYPE_CHECKING:  # pandas (and pyarrow.parquet) are imported by the readers that need them:
     import pandas as pd  # reading a TREC run and evaluating it never does
@@ -639,18 +640,6 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
             display,
         )
     return frame
-
-
-def collapse_chunks(run: Run, chunk_map: pd.DataFrame, *, name: str | None = None) -> Run:
-    """Chunk-level run -> document-level run: each document keeps its best-ranked chunk
-    (highest score; trec order among equal scores). Unmapped chunks keep their own id."""
-    import pandas as pd
-
-    frame = ordered_frame(run, "trec")
-    mapping = pd.Series(chunk_map["doc_id"].to_numpy(), index=chunk_map["chunk_id"].to_numpy())
-    frame["docid"] = frame["docid"].map(mapping).fillna(frame["docid"])
-    best = frame.drop_duplicates(["qid", "docid"], keep="first")
-    return Run.from_frame(best[["qid", "docid", "score"]], name or f"{run.name} (documents)", source=run.source)
 
 
 # ---------------------------------------------------------------------------------------
