@@ -145,3 +145,62 @@ def test_evaluate_json_text_equals_json_dumps(files):
     out = cli("evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--format", "json")
     assert out.returncode == 0, out.stderr
     assert out.stdout == json.dumps(json.loads(out.stdout), indent=2) + "\n"
+
+
+# ---- seed 000: the input order and the tie report -------------------------------------------
+def test_evaluate_ties_input_breaks_ties_by_file_order(files):
+    """``--ties input``: score, then the file's line order (the G-RAG notebook's traditional
+    order): q1's relevant ``a`` is tied with ``b`` and comes first in the file."""
+    base = ["evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--metrics", "mrr,hits@1"]
+    out = cli(*base, "--ties", "input", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    q1 = json.loads(out.stdout)["per_query"]["sysA"]["q1"]
+    assert q1 == {"mrr": 1.0, "hits@1": 1.0}
+    trec = json.loads(cli(*base, "--format", "json").stdout)["per_query"]["sysA"]["q1"]
+    assert trec == {"mrr": 0.5, "hits@1": 0.0}  # trec: b (docid descending) first
+    assert "input = score, then the file's row order" in " ".join(cli("evaluate", "--help").stdout.split())
+
+
+def test_evaluate_json_path_under_input_imports_neither_pandas_nor_scipy(files):
+    args = ["evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--format", "json"]
+    code = (
+        "import contextlib, io\nfrom core.__main__ import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): assert main({[*args, '--ties', 'input']!r}) == 0"
+    )
+    assert not _modules_after(code) & {"pandas", "scipy"}
+
+
+def test_evaluate_report_ties(files):
+    """``--report ties``: the notebook's report (table), its summary (csv), the whole report
+    (json; with --per-query the per-query values)."""
+    base = ["evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--report", "ties"]
+    table = cli(*base, "--ties", "input")
+    assert table.returncode == 0, table.stderr
+    text = table.stdout
+    assert "Tie report: sysA" in text and "Traditional metrics (input order" in text
+    assert "MRR: 0.5000 (±0.4082)" in text  # q1 1, q2 0.5, q3 0: np.std (ddof=0)
+    assert "MTRR: 0.4167" in text and "TMHits@1: 0.1667" in text
+    assert "Queries with ties: 33.3%" in text and "Recommendation: Use tied metrics for fair comparison" in text
+    csv = cli(*base, "--format", "csv")
+    assert csv.stdout.splitlines()[0] == (
+        "run,metric,tie_aware_metric,traditional_mean,traditional_std,tie_aware_mean,tie_aware_std,gap_mean,gap_max"
+    )
+    assert csv.stdout.splitlines()[1].startswith("sysA,mrr,mtrr,0.3333333333333333,")  # trec: q1 0.5
+    payload = json.loads(cli(*base, "--format", "json", "--per-query", "--ties", "given").stdout)
+    assert payload["traditional"] == "given" and payload["method"] == "exact (closed form)"
+    assert payload["std"] == "population (ddof=0)"
+    run = payload["runs"]["sysA"]
+    assert run["queries_with_ties"] == 1 and run["largest_orderings"] == "2" and run["ties_matter"] is True
+    assert list(run["metrics"]) == ["mrr", "hits@1", "hits@3", "hits@5", "hits@10"]
+    assert payload["per_query"]["sysA"]["q1"]["mrr"] == {"traditional": 1.0, "tie_aware": 0.75, "gap": 0.25}
+    per_query = cli(*base, "--format", "csv", "--per-query", "--metrics", "mrr").stdout.splitlines()
+    assert per_query[0].startswith("run,qid,metric,traditional,tie_aware,gap,docs,tie_groups,max_group")
+    assert len(per_query) == 4
+
+
+def test_evaluate_report_ties_needs_a_traditional_order(files):
+    out = cli(
+        "evaluate", "--run", str(files["run"]), "--qrels", str(files["qrels"]), "--report", "ties", "--ties", "expected"
+    )
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "--ties must be one of trec, input, given, not 'expected'" in out.stderr

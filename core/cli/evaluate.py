@@ -2,6 +2,10 @@
 
 The JSON output path imports neither pandas nor scipy (unless a relevant document shares a
 tie group under the ``expected`` policy): the values go from the metric arrays to the text.
+
+``--report ties`` prints the G-RAG notebook's report instead (`core.tiereport`): traditional
+values under ``--ties`` (``trec``, ``input`` — the notebook's — or ``given``) against the
+tie-aware ones, with tie statistics and advice; by default on the notebook's metrics.
 """
 
 from __future__ import annotations
@@ -14,9 +18,14 @@ from json.encoder import encode_basestring_ascii
 import numpy as np
 
 from core.cli import emit_table, read_named_runs
+from core.errors import MetricError
 from core.io import read_qrels
-from core.metrics import DEFAULT_METRICS, Evaluation, evaluate
-from core.ties import POLICIES
+from core.metrics import DEFAULT_METRICS, Evaluation, coverage_warnings, evaluate
+from core.ties import POLICIES, TRADITIONAL_ORDERS
+
+#: the notebook's report metrics (`core.tiereport.SEED_METRICS`, repeated: importing that
+#: module is left to the report's path)
+REPORT_METRICS = "mrr,hits@1,hits@3,hits@5,hits@10"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,21 +39,52 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--qrels", required=True, metavar="FILE", help="qrels file (TREC or CSV/TSV)")
     parser.add_argument(
         "--metrics",
-        default=",".join(DEFAULT_METRICS),
-        help="comma-separated metrics, e.g. mrr@10,mtrr@10,ndcg@10 (default: %(default)s)",
+        default=None,
+        help=(
+            "comma-separated metrics, e.g. mrr@10,mtrr@10,ndcg@10 "
+            f"(default: {','.join(DEFAULT_METRICS)}; with --report ties: {REPORT_METRICS})"
+        ),
     )
     parser.add_argument(
-        "--ties", default="trec", choices=POLICIES, help="tie policy for metrics that do not force one (default: trec)"
+        "--ties",
+        default="trec",
+        choices=POLICIES,
+        help=(
+            "tie policy for metrics that do not force one (default: trec = score, then docid descending; "
+            "input = score, then the file's row order; given = the file's rank column); "
+            "with --report ties, the traditional order (trec, input or given)"
+        ),
     )
     parser.add_argument("--rel-level", type=int, default=1, help="minimum grade counted as relevant (default: 1)")
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"))
-    parser.add_argument("--per-query", action="store_true", help="with table/csv: print per-query rows")
+    parser.add_argument(
+        "--per-query",
+        action="store_true",
+        help="with table/csv: print per-query rows; with --report ties, also json",
+    )
+    parser.add_argument(
+        "--report",
+        choices=("ties",),
+        default=None,
+        help="ties: the G-RAG notebook's report (traditional vs tie-aware mean ± std, per-query gaps, "
+        "tie statistics, advice)",
+    )
+    parser.add_argument(
+        "--ddof",
+        type=int,
+        default=0,
+        help="with --report ties: delta degrees of freedom of the standard deviations "
+        "(default 0: population, as the notebook's np.std; 1: sample)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.report == "ties":
+        return run_tie_report(args)
     qrels = read_qrels(args.qrels)
     runs = read_named_runs(args.run)
-    result = evaluate(runs, qrels, args.metrics, ties=args.ties, rel_level=args.rel_level)
+    metrics = args.metrics if args.metrics is not None else ",".join(DEFAULT_METRICS)
+    result = evaluate(runs, qrels, metrics, ties=args.ties, rel_level=args.rel_level)
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
@@ -54,6 +94,39 @@ def run(args: argparse.Namespace) -> int:
         emit_table(result.per_query, args.format)
     else:
         emit_table(result.aggregate.reset_index(), args.format)
+    return 0
+
+
+def run_tie_report(args: argparse.Namespace) -> int:
+    """``--report ties``: `core.tiereport.tie_report` under the traditional order ``--ties``;
+    table: the notebook's text; csv: the summary (or, with --per-query, the per-query values
+    with each query's tie facts); json: `core.tiereport.TieReport.to_json`."""
+    from core.tiereport import render_tie_report, tie_report
+
+    if args.ties not in TRADITIONAL_ORDERS:
+        raise MetricError(
+            f"--report ties compares a traditional order with the tie-aware values: --ties must be one of "
+            f"{', '.join(TRADITIONAL_ORDERS)}, not {args.ties!r}"
+        )
+    if args.ddof < 0:
+        raise MetricError(f"--ddof must be 0 or more, not {args.ddof}")
+    qrels = read_qrels(args.qrels)
+    runs = read_named_runs(args.run)
+    metrics = args.metrics if args.metrics is not None else REPORT_METRICS
+    report = tie_report(runs, qrels, metrics, traditional=args.ties, rel_level=args.rel_level, ddof=args.ddof)
+    for note in (note for run in runs for note in coverage_warnings(run, qrels)):
+        print(f"warning: {note}", file=sys.stderr)
+    if args.format == "json":
+        emit_table(report.summary, "json", json_payload=report.to_json(per_query=args.per_query))
+    elif args.format == "csv":
+        if args.per_query:
+            emit_table(report.per_query.merge(report.queries, on=["run", "qid"], how="left"), "csv")
+        else:
+            emit_table(report.summary, "csv")
+    elif args.per_query:
+        emit_table(report.per_query.merge(report.queries, on=["run", "qid"], how="left"), "table")
+    else:
+        sys.stdout.write(render_tie_report(report))
     return 0
 
 
