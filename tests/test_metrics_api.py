@@ -14,7 +14,15 @@ import pytest
 
 from core.data import Qrels, Run
 from core.errors import DataWarning, MetricError, RankLensError
-from core.metrics import Metric, evaluate, evaluate_policies, parse_metric, parse_metrics
+from core.metrics import (
+    TIE_GAP_COLUMNS,
+    Metric,
+    evaluate,
+    evaluate_policies,
+    parse_metric,
+    parse_metrics,
+    tie_gap_table,
+)
 from core.ties import POLICIES, ordered_frame, rank_run, tie_statistics
 
 
@@ -263,6 +271,8 @@ def test_grag_notebook_scenarios(scenario):
         assert get(f"hits@{k}") == pytest.approx(float(want), abs=1e-15), k
     assert get("mrr", "trec") == pytest.approx(float(trec), abs=1e-15)
     assert get("mrr", "given") == pytest.approx(float(given), abs=1e-15)
+    # input: score, then file order (here the file lists doc1..doc5, so as given)
+    assert get("mrr", "input") == pytest.approx(float(given), abs=1e-15)
     assert get("mrr", "optimistic") == pytest.approx(float(opt), abs=1e-15)
     assert get("mrr", "pessimistic") == pytest.approx(float(pes), abs=1e-15)
     # one relevant document: AP = RR, and nDCG = E[1 / log2(1 + rank)]
@@ -354,6 +364,33 @@ def test_tie_statistics():
     assert tie_statistics(run, qrels, rel_level=2).share_relevant_in_ties == 1.0  # only d
     no_rel = tie_statistics(run, Qrels.from_dict({"q1": {"a": 0}}))
     assert no_rel.relevant_retrieved == 0 and no_rel.share_relevant_in_ties == 0.0
+    # the G-RAG notebook's statistics: ties (groups of size >= 2), orderings prod(size!)
+    assert stats.tie_groups == 2 and stats.queries_with_ties == 1
+    assert stats.mean_tie_ratio == pytest.approx((5 / 6 + 0) / 2)
+    assert pq.loc["q1", "tie_groups"] == 2 and pq.loc["q2", "tie_groups"] == 0
+    assert pq["orderings"].tolist() == [2 * 6, 1]
+    assert pq["log10_orderings"].tolist() == pytest.approx([math.log10(12), 0.0], abs=1e-15)
+    assert pq["notebook_sampled"].tolist() == [False, False]
+    assert stats.largest_orderings == "12" and stats.queries_notebook_sampled == 0
+    assert stats.max_log10_orderings == pytest.approx(math.log10(12))
+
+
+def test_tie_statistics_huge_tie_is_counted_not_enumerated():
+    run = run_of([("q", f"d{i}", 1.0) for i in range(3000)] + [("p", "a", 1.0)])
+    stats = tie_statistics(run)
+    pq = stats.per_query.set_index("qid")
+    assert pd.isna(pq.loc["q", "orderings"]) and pq.loc["p", "orderings"] == 1
+    assert pq.loc["q", "log10_orderings"] == pytest.approx(math.lgamma(3001) / math.log(10), rel=1e-14)
+    assert stats.largest_orderings == f"10^{math.lgamma(3001) / math.log(10):.1f}" == "10^9130.6"
+    assert bool(pq.loc["q", "notebook_sampled"]) and stats.queries_notebook_sampled == 1
+
+
+def test_ordered_frame_input_order():
+    """``input``: score descending, then the file's row order (not the docid)."""
+    run = run_of([("q", "b", 1.0), ("q", "c", 2.0), ("q", "a", 1.0), ("q", "z", 1.0)], rank=[4, 1, 2, 3])
+    assert ordered_frame(run, "input")["docid"].tolist() == ["c", "b", "a", "z"]
+    assert ordered_frame(run, "trec")["docid"].tolist() == ["c", "z", "b", "a"]
+    assert ordered_frame(run, "given")["docid"].tolist() == ["c", "a", "z", "b"]
 
 
 def test_ordered_frame():
@@ -421,6 +458,35 @@ def test_evaluate_policies_long_table():
     # the expected column of an alias is the alias's own value
     mtrr = evaluate(run, qrels, "mtrr@2").aggregate.iloc[0, 0]
     assert table.set_index("metric").loc["mtrr@2", "expected"] == pytest.approx(mtrr, abs=1e-15)
+
+
+def test_evaluate_policies_traditional_order():
+    """``traditional`` picks the deterministic order of the first column, named after it."""
+    run, qrels = _scenario_run()
+    table = evaluate_policies(run, qrels, ["mrr", "hits@1"], traditional="input")
+    assert list(table.columns) == ["run", "metric", "input", "expected", "pessimistic", "optimistic"]
+    agg = evaluate(run, qrels, ["mrr", "hits@1"], ties="input").aggregate.iloc[0].tolist()
+    assert table["input"].tolist() == agg
+    assert evaluate_policies(run, qrels, "mrr").columns[2] == "trec"  # the default
+    with pytest.raises(MetricError, match="traditional order"):
+        evaluate_policies(run, qrels, "mrr", traditional="expected")
+
+
+def test_tie_gap_table_traditional_order_and_tie_facts():
+    run, qrels = _scenario_run()
+    table = tie_gap_table([run], qrels, "mrr", traditional="input")
+    assert list(table.columns) == list(TIE_GAP_COLUMNS)
+    gaps = table.set_index("qid")
+    assert (gaps["traditional_order"] == "input").all()
+    assert gaps.loc["Simple Tie", ["traditional", "expected"]].tolist() == pytest.approx([0.5, 5 / 12])
+    assert gaps.loc["Multiple Ties", "traditional"] == pytest.approx(1 / 3)
+    assert gaps["max_group"].tolist() == [1, 2, 3, 2] and gaps["tie_groups"].tolist() == [0, 1, 1, 2]
+    trec = tie_gap_table([run], qrels, "mrr").set_index("qid")
+    assert (trec["traditional_order"] == "trec").all()
+    assert trec.loc["Simple Tie", "traditional"] == pytest.approx(1 / 3)
+    missing = tie_gap_table([run], Qrels.from_dict({"nowhere": {"x": 1}}), "mrr")
+    assert missing[["max_group", "tie_groups", "tie_ratio", "gap"]].values.tolist() == [[0, 0, 0.0, 0.0]]
+    assert tie_gap_table([], qrels).columns.tolist() == list(TIE_GAP_COLUMNS)
 
 
 def test_metric_dataclass_equality_drives_deduplication():

@@ -84,7 +84,8 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None) -> go.Fig
 def tie_gap_scatter(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
     """Per-query |traditional - expected| against the query's tie ratio.
 
-    ``frame``: columns run, qid, tie_ratio, gap (absolute difference), traditional, expected.
+    ``frame``: columns run, qid, tie_ratio, gap (absolute difference), traditional, expected
+    (`core.metrics.tie_gap_table`; its ``traditional_order``, when present, is named in the title).
     """
     fig = go.Figure()
     for i, (run, sub) in enumerate(frame.groupby("run", sort=False)):
@@ -106,13 +107,100 @@ def tie_gap_scatter(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
         )
     fig.update_layout(
         **base_layout(
-            title=f"Where ties bite: |{metric_label} − expected {metric_label}| per query",
+            title=f"Where ties bite: |{metric_label} − expected {metric_label}| per query ({_traditional_label(frame)})",
             xaxis_title="tie ratio (share of the query's documents inside tie groups)",
             yaxis_title=f"|{metric_label} − expected {metric_label}|",
             height=420,
         )
     )
     fig.update_xaxes(range=[-0.03, 1.03])
+    return fig
+
+
+def _traditional_label(frame: pd.DataFrame) -> str:
+    """``traditional (<order>)`` when ``frame`` names its order (`core.metrics.tie_gap_table`)."""
+    if "traditional_order" in frame.columns and len(frame):
+        return f"traditional ({frame['traditional_order'].iloc[0]} order)"
+    return "traditional"
+
+
+def gap_vs_tie_size(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
+    """Per-query |traditional - expected| against the query's largest tie group (the G-RAG
+    notebook's "MRR Difference vs Max Tie Size"), one marker colour per run.
+
+    ``frame``: `core.metrics.tie_gap_table` (run, qid, traditional, expected, gap,
+    max_group[, traditional_order]); ``max_group`` is 1 without a tie, 0 without results."""
+    trad = _traditional_label(frame)
+    fig = go.Figure()
+    for i, (run, sub) in enumerate(frame.groupby("run", sort=False)):
+        fig.add_trace(
+            go.Scatter(  # plain lists: the figure's JSON reads as numbers, not base64 arrays
+                x=sub["max_group"].tolist(),
+                y=sub["gap"].tolist(),
+                mode="markers",
+                name=str(run),
+                marker=dict(color=PALETTE[i % len(PALETTE)], size=8, opacity=0.6, line=dict(width=0.5, color="white")),
+                customdata=list(
+                    zip(sub["qid"].tolist(), sub["traditional"].tolist(), sub["expected"].tolist(), strict=True)
+                ),
+                hovertemplate=(
+                    "query %{customdata[0]}<br>largest tie %{x}<br>"
+                    f"|{metric_label} − expected {metric_label}| = "
+                    "%{y:.4f}<br>"
+                    f"{trad} "
+                    "%{customdata[1]:.4f} · expected %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"
+                ),
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            title=f"|{metric_label} − expected {metric_label}| vs the largest tie, per query ({trad})",
+            xaxis_title="largest tie group of the query (documents)",
+            yaxis_title=f"|{metric_label} − expected {metric_label}|",
+            height=420,
+        )
+    )
+    fig.update_xaxes(rangemode="tozero", dtick=1 if len(frame) and int(frame["max_group"].max()) <= 20 else None)
+    return fig
+
+
+def gap_histogram(frame: pd.DataFrame, metric_label: str = "RR", bins: int = 30) -> go.Figure:
+    """Histogram of the per-query |traditional - expected| (the G-RAG notebook's
+    "Distribution of MRR Differences", ``bins=30``): counts of queries per bin, bins shared by
+    every run (``np.histogram_bin_edges`` over all gaps: for one run, matplotlib's
+    ``hist(gaps, bins=30)``), one overlaid bar trace per run.
+
+    ``frame``: `core.metrics.tie_gap_table` (run, gap[, traditional_order])."""
+    trad = _traditional_label(frame)
+    gaps = frame["gap"].to_numpy(dtype=np.float64)
+    edges = np.histogram_bin_edges(gaps, bins=bins) if len(gaps) else np.linspace(0.0, 1.0, bins + 1)
+    centres, widths = (edges[:-1] + edges[1:]) / 2, np.diff(edges)
+    fig = go.Figure()
+    for i, (run, sub) in enumerate(frame.groupby("run", sort=False)):
+        counts, _ = np.histogram(sub["gap"].to_numpy(dtype=np.float64), bins=edges)
+        fig.add_trace(
+            go.Bar(
+                x=centres.tolist(),
+                y=counts.tolist(),
+                width=widths.tolist(),
+                name=str(run),
+                marker_color=PALETTE[i % len(PALETTE)],
+                opacity=0.6 if frame["run"].nunique() > 1 else 0.85,
+                customdata=np.stack([edges[:-1], edges[1:]], axis=1).tolist(),
+                hovertemplate="gap in [%{customdata[0]:.4f}, %{customdata[1]:.4f}]: %{y} queries"
+                "<extra>%{fullData.name}</extra>",
+            )
+        )
+    fig.update_layout(
+        **base_layout(
+            barmode="overlay",
+            bargap=0,
+            title=f"Distribution of |{metric_label} − expected {metric_label}| over queries ({trad})",
+            xaxis_title=f"|{metric_label} − expected {metric_label}|",
+            yaxis_title="queries",
+            height=380,
+        )
+    )
     return fig
 
 
