@@ -6,6 +6,11 @@ tie group under the ``expected`` policy): the values go from the metric arrays t
 ``--report ties`` prints the G-RAG notebook's report instead (`core.tiereport`): traditional
 values under ``--ties`` (``trec``, ``input`` — the notebook's — or ``given``) against the
 tie-aware ones, with tie statistics and advice; by default on the notebook's metrics.
+
+``--chunk-map FILE`` evaluates chunk-level runs against document-level qrels (`core.chunks`):
+``--collapse cut-then-dedup`` (the default, the hybrid-RAG report's Recall@10) or
+``dedup-then-cut``. The table shows the report's interpretation band beside MRR and
+Recall@10 values (`core.bands`).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from json.encoder import encode_basestring_ascii
 
 import numpy as np
 
+from core.chunks import COLLAPSES, DEFAULT_COLLAPSE, evaluate_chunks
 from core.cli import emit_table, read_named_runs
 from core.errors import MetricError
 from core.io import read_qrels
@@ -56,6 +62,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument("--rel-level", type=int, default=1, help="minimum grade counted as relevant (default: 1)")
+    parser.add_argument(
+        "--chunk-map",
+        metavar="FILE",
+        default=None,
+        help="chunk_id,doc_id map (CSV/TSV/JSONL/two columns): the runs rank chunks, the qrels judge documents",
+    )
+    parser.add_argument(
+        "--collapse",
+        choices=COLLAPSES,
+        default=None,
+        help=f"with --chunk-map: {DEFAULT_COLLAPSE} (default; the hybrid-RAG report's: the top-k chunks, each "
+        "document counted once at its first chunk) or dedup-then-cut (each document's first chunk only, then "
+        "the top-k documents)",
+    )
     parser.add_argument("--format", default="table", choices=("table", "csv", "json"))
     parser.add_argument(
         "--per-query",
@@ -79,12 +99,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.collapse is not None and args.chunk_map is None:
+        raise MetricError("--collapse needs --chunk-map (the chunk-to-document map)")
     if args.report == "ties":
+        if args.chunk_map is not None:
+            raise MetricError("--report ties evaluates document runs: it does not take --chunk-map")
         return run_tie_report(args)
     qrels = read_qrels(args.qrels)
     runs = read_named_runs(args.run)
     metrics = args.metrics if args.metrics is not None else ",".join(DEFAULT_METRICS)
-    result = evaluate(runs, qrels, metrics, ties=args.ties, rel_level=args.rel_level)
+    if args.chunk_map is not None:
+        from core.io import read_chunk_map
+
+        chunk_map = read_chunk_map(args.chunk_map)
+        collapse = args.collapse or DEFAULT_COLLAPSE
+        result = evaluate_chunks(runs, qrels, chunk_map, metrics, args.ties, args.rel_level, collapse=collapse)
+    else:
+        result = evaluate(runs, qrels, metrics, ties=args.ties, rel_level=args.rel_level)
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":
@@ -92,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write("\n")
     elif args.per_query:
         emit_table(result.per_query, args.format)
+    elif args.format == "table":
+        from core.bands import with_bands
+
+        emit_table(with_bands(result.aggregate.reset_index()), "table")
     else:
         emit_table(result.aggregate.reset_index(), args.format)
     return 0
