@@ -543,7 +543,6 @@ def _check_dedup_expected(run: Run, rows: ChunkRows, rel_level: int) -> None:
 def _score_dedup_then_cut(
     run: Run,
     chunk_map: pd.DataFrame,
-    rows: ChunkRows,
     qrels: Qrels,
     metrics: Sequence[Metric],
     ties: str,
@@ -558,7 +557,7 @@ def _score_dedup_then_cut(
             docs, doc_policy = collapse_chunks(run, chunk_map, name=run.name, order=policy), "given"
         else:  # tied documents: those whose best chunks tie
             if policy == "expected":
-                _check_dedup_expected(run, rows, rel_level)
+                _check_dedup_expected(run, chunk_rows(run, chunk_map, qrels), rel_level)
             docs, doc_policy = collapse_chunks(run, chunk_map, name=run.name), policy
         plain = [Metric(m.family, m.k) for m in group]
         values = score_run(docs, qrels, plain, doc_policy, rel_level)
@@ -582,10 +581,9 @@ def score_chunk_run(
     """Per-query values (qrels query order) of ``metrics`` for one chunk-level run whose
     chunks ``chunk_map`` maps to the documents ``qrels`` judges (see the module docstring)."""
     check_collapse(collapse)
-    rows = chunk_rows(run, chunk_map, qrels)
     if collapse == "cut-then-dedup":
-        return _score_cut_then_dedup(run, rows, qrels, metrics, ties, rel_level)
-    return _score_dedup_then_cut(run, chunk_map, rows, qrels, metrics, ties, rel_level)
+        return _score_cut_then_dedup(run, chunk_rows(run, chunk_map, qrels), qrels, metrics, ties, rel_level)
+    return _score_dedup_then_cut(run, chunk_map, qrels, metrics, ties, rel_level)
 
 
 def evaluate_chunks(
