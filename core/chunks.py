@@ -258,7 +258,11 @@ def _refusal(run: Run, rows: ChunkRows, seen: FirstSeen, bad: np.ndarray, what: 
     i = int(bad[0])
     qid = run.qid_values[run.qid_codes[seen.row[i]]]
     members = seen.row[seen.group == seen.group[i]][:4]
-    names = [f"{rows.documents[int(rows.doc[r])].as_py()!r} grade {int(rows.grade[r])}" for r in members]
+    names = [
+        f"{rows.documents[int(rows.doc[r])].as_py()!r} "
+        + (f"grade {int(rows.grade[r])}" if rows.judged[r] else "unjudged")
+        for r in members
+    ]
     chunks = seen.chunks[seen.group == seen.group[i]][:4]
     listed = ", ".join(f"{n}: {int(c)} chunk(s)" for n, c in zip(names, chunks, strict=True))
     return MetricError(
