@@ -417,10 +417,20 @@ def format_orderings(log10: float, exact: int | None = None) -> str:
 
 
 def log10_factorials(sizes: np.ndarray) -> np.ndarray:
-    """``log10(size!)`` for each entry, through ``math.lgamma`` on the distinct sizes only."""
+    """``log10(size!)`` for each entry, through ``math.lgamma`` on the distinct sizes only
+    (looked up in a table by size, or through `np.unique` when sizes are few and huge)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if not len(sizes):
+        return np.zeros(0, dtype=np.float64)
+    top = int(sizes.max())
+    if top <= 4 * len(sizes) + 4096:
+        distinct = np.flatnonzero(np.bincount(sizes, minlength=top + 1))
+        table = np.zeros(top + 1, dtype=np.float64)
+        table[distinct] = [math.lgamma(float(n) + 1.0) / math.log(10.0) for n in distinct.tolist()]
+        return table[sizes]
     uniq, inverse = np.unique(sizes, return_inverse=True)
-    table = np.array([math.lgamma(float(n) + 1.0) for n in uniq.tolist()], dtype=np.float64) / math.log(10.0)
-    return table[inverse.reshape(-1)]
+    values = np.array([math.lgamma(float(n) + 1.0) / math.log(10.0) for n in uniq.tolist()], dtype=np.float64)
+    return values[inverse.reshape(-1)]
 
 
 #: n! for n = 0..20 (20! < 2**63)
@@ -428,18 +438,20 @@ _FACTORIALS = np.array([math.factorial(n) for n in range(21)], dtype=np.int64)
 
 
 def ordering_counts(group_query: np.ndarray, sizes: np.ndarray, n_queries: int) -> tuple[np.ndarray, np.ndarray]:
-    """Per query (groups listed query by query, ``group_query`` non-decreasing, every query
-    holding at least one group): ``(log10 of prod(size!), exact product or -1)``. The exact
-    product is an int64 reduction, kept only where it is below `EXACT_ORDERINGS_BELOW` (every
-    factor then is at most 17! and no partial product exceeds the product: no overflow)."""
-    log10 = np.bincount(group_query, weights=log10_factorials(sizes), minlength=n_queries)
+    """Per query (groups listed query by query, ``group_query`` non-decreasing): ``(log10 of
+    prod(size!), exact product or -1)``; only ties (size >= 2) contribute. The exact product
+    is an int64 reduction, kept only where it is below `EXACT_ORDERINGS_BELOW` (every factor
+    then is at most 17! and no partial product exceeds the product: no overflow)."""
+    tied = np.flatnonzero(sizes > 1)
+    tq, ts = group_query[tied], np.asarray(sizes, dtype=np.int64)[tied]
+    log10 = np.bincount(tq, weights=log10_factorials(ts), minlength=n_queries).astype(np.float64)
     exact_q = log10 < math.log10(EXACT_ORDERINGS_BELOW) - 1e-6
-    factors = np.where(exact_q[group_query], _FACTORIALS[np.minimum(sizes, 20)], 1)
-    starts = np.flatnonzero(np.r_[True, group_query[1:] != group_query[:-1]]) if len(group_query) else group_query
-    exact = np.full(n_queries, -1, dtype=np.int64)
-    if len(starts):
-        products = np.multiply.reduceat(factors.astype(np.int64), starts)
-        exact[group_query[starts]] = np.where(exact_q[group_query[starts]], products, -1)
+    exact = np.where(exact_q, 1, -1).astype(np.int64)
+    if len(tied):
+        factors = np.where(exact_q[tq], _FACTORIALS[np.minimum(ts, 20)], 1)
+        starts = np.flatnonzero(np.r_[True, tq[1:] != tq[:-1]])
+        products = np.multiply.reduceat(factors, starts)
+        exact[tq[starts]] = np.where(exact_q[tq[starts]], products, -1)
     return log10, exact
 
 
@@ -475,7 +487,9 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
             "notebook_sampled": (exact > NOTEBOOK_MAX_ORDERINGS) | (exact < 0),
         }
     )
-    uniq, cnt = np.unique(sizes, return_counts=True)
+    per_size = np.bincount(sizes)  # sizes are at most the run's length
+    uniq = np.flatnonzero(per_size).astype(sizes.dtype)
+    cnt = per_size[uniq]
     size_dist = pd.DataFrame({"size": uniq, "groups": cnt, "documents": uniq * cnt})
     relevant_retrieved: int | None = None
     share_relevant: float | None = None
