@@ -31,7 +31,7 @@ from core.rerank import (
     rerank_candidates,
 )
 from core.rerank.compare import comparison_table
-from core.rerank.openai_provider import resolve_api_key
+from core.rerank.keys import resolve_api_key
 from core.rerank.provider import AsyncProvider
 from pages.common import cache, state, ui
 
