@@ -5,7 +5,8 @@ Entry points: `run_strategy` (one query, final order as 0-based indices), `estim
 `Usage` and the call log) and `make_provider` (a registered provider by name).
 The seams: `Provider` / `AsyncProvider` (what a provider answers; `BaseProvider` for new
 ones, registered in `PROVIDERS`), `StrategySpec` (one row of the strategy table), `OpTrace` (the call log of one operation, passed to the
-provider explicitly) and the `Estimate` / `Usage` / `ProgressState` records.
+provider explicitly) and the `Estimate` / `Usage` / `ProgressState` records. Errors are the
+`RerankError` family (`core.rerank.errors`); ``strict=True`` is ranksmith's output contract.
 See `core.rerank.strategies` for the exact semantics of each strategy.
 
 The names below are loaded on first use (PEP 562), so importing a light submodule such as
@@ -24,7 +25,14 @@ if TYPE_CHECKING:
     from core.rerank.cache import ReplyCache
     from core.rerank.candidates import CandidateSet, QueryCandidates
     from core.rerank.driver import QueryResult, arerank_query, arun_strategy, rerank_query, run_strategy
-    from core.rerank.errors import DocumentTooLongError, InvalidOutputError, ProviderError, RerankConfigError
+    from core.rerank.errors import (
+        DocumentTooLongError,
+        InvalidOutputError,
+        ProviderError,
+        RerankConfigError,
+        RerankError,
+        StrictOutputError,
+    )
     from core.rerank.keys import SecretSource, resolve_api_key
     from core.rerank.lexical import LexicalProvider
     from core.rerank.provider import AsyncProvider, BaseProvider, Provider
@@ -52,7 +60,17 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "ReplyCache": ("cache", "ReplyCache"),
     **{n: ("candidates", n) for n in ("CandidateSet", "QueryCandidates")},
     **{n: ("driver", n) for n in ("QueryResult", "arerank_query", "arun_strategy", "rerank_query", "run_strategy")},
-    **{n: ("errors", n) for n in ("DocumentTooLongError", "InvalidOutputError", "ProviderError", "RerankConfigError")},
+    **{
+        n: ("errors", n)
+        for n in (
+            "DocumentTooLongError",
+            "InvalidOutputError",
+            "ProviderError",
+            "RerankConfigError",
+            "RerankError",
+            "StrictOutputError",
+        )
+    },
     **{n: ("keys", n) for n in ("SecretSource", "resolve_api_key")},
     "LexicalProvider": ("lexical", "LexicalProvider"),
     **{n: ("provider", n) for n in ("AsyncProvider", "BaseProvider", "Provider")},
@@ -120,9 +138,11 @@ __all__ = [
     "QueryTrace",
     "ReplyCache",
     "RerankConfigError",
+    "RerankError",
     "RetryPolicy",
     "SecretSource",
     "StrategySpec",
+    "StrictOutputError",
     "Usage",
     "arerank_query",
     "arun_strategy",

@@ -7,6 +7,9 @@ own `OpTrace`, passed to the provider call as ``trace`` (the provider records on
 per model request there; when it records none the driver records one for the operation).
 Fallbacks: rank -> keep the shown order; compare -> undecided (a tie); select -> the first m in
 shown order; grade -> the lowest grade (0). A fallback never drops or duplicates a candidate.
+Strict mode (ranksmith's contract, ``strict=True``) has no fallback: the invalid answer is
+logged and the query fails with `StrictOutputError` (naming the query, the operation and a
+redacted excerpt of the reply); the provider sees ``trace.strict`` and does not re-ask.
 
 `rerank_query` takes a `Provider` and makes the calls one at a time, in the strategy's order.
 `arerank_query` takes an `AsyncProvider` and runs the ops of one batch (PRP's two orders of a
@@ -26,15 +29,28 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
-from core.rerank.errors import DocumentTooLongError, InvalidOutputError
+from core.rerank.errors import DocumentTooLongError, InvalidOutputError, StrictOutputError, excerpt
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import Op, Outcome, make_strategy, resolve_params
 from core.rerank.trace import CallRecord, OpTrace, QueryTrace
 
 
 # ---- validation and fallbacks -----------------------------------------------------------------
+def _fallback_note(op: Op) -> str:
+    """What the fallback of ``op`` does (stated in the call log)."""
+    if op.kind == "rank":
+        return "kept the shown order"
+    if op.kind == "compare":
+        return "treated as undecided"
+    if op.kind == "select":
+        return f"took the first {int(op.m or 0)} in shown order"
+    if op.kind == "grade":
+        return "used the lowest grade"
+    raise ValueError(op.kind)
+
+
 def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
-    """(value, None) when valid, else (fallback value, reason)."""
+    """(value, None) when valid, else (fallback value, what is wrong with the answer)."""
     k = len(op.ids)
     if op.kind == "rank":
         if (
@@ -43,11 +59,11 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
             and sorted(int(x) for x in answer) == list(range(k))
         ):
             return [int(x) for x in answer], None
-        return list(range(k)), "not a permutation of the shown passages; kept the shown order"
+        return list(range(k)), "not a permutation of the shown passages"
     if op.kind == "compare":
         if answer in ("A", "B", None):
             return answer, None
-        return None, f"winner {answer!r} is not A or B; treated as undecided"
+        return None, f"winner {answer!r} is not A or B"
     if op.kind == "select":
         m = int(op.m or 0)
         if (
@@ -58,37 +74,74 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
             and all(0 <= int(x) < k for x in answer)
         ):
             return [int(x) for x in answer], None
-        return list(range(m)), f"not {m} distinct shown passages; took the first {m} in shown order"
+        return list(range(m)), f"not {m} distinct shown passages"
     if op.kind == "grade":
         if isinstance(answer, Integral) and not isinstance(answer, bool) and 0 <= int(answer) <= scale:
             return int(answer), None
-        return 0, f"grade {answer!r} is not an integer in 0..{scale}; used the lowest grade"
+        return 0, f"grade {answer!r} is not an integer in 0..{scale}"
     raise ValueError(op.kind)
 
 
-def _finish(trace: OpTrace, answer: Any, error: InvalidOutputError | None, latency_ms: float, scale: int) -> Any:
-    """Validate the answer (or take the fallback after ``error``), log it and count the operation."""
+def _strict_failure(
+    trace: OpTrace, answer: Any, error: InvalidOutputError | None, problem: str, redact: Callable[[str], str]
+) -> StrictOutputError:
+    """The query-level error of strict mode for this operation: its code and reason, and a
+    redacted excerpt of the reply (the provider's raw text, else the answer as JSON)."""
+    if error is not None:
+        code, reason, raw = error.code, error.reason, error.raw
+    else:
+        code, reason, raw = "invalid_answer", problem, json.dumps(answer, default=str)
+    return StrictOutputError(
+        qid=trace.query.qid,
+        op=trace.op.kind,
+        op_index=trace.index,
+        code=code,
+        reason=reason,
+        raw=excerpt(redact(raw or "")),
+    )
+
+
+def _finish(
+    trace: OpTrace,
+    answer: Any,
+    error: InvalidOutputError | None,
+    latency_ms: float,
+    scale: int,
+    redact: Callable[[str], str],
+) -> Any:
+    """Validate the answer (or take the fallback after ``error``), log it and count the
+    operation. Strict mode: an invalid answer (or ``error``) is logged, then raises
+    `StrictOutputError` instead of a fallback."""
     query = trace.query
     reason: str | None
     if error is not None:
         value, _ = _validate(trace.op, None, scale)
+        problem: str | None = error.reason
         reason = f"{error.reason}; fallback applied"
         if trace.op.kind == "compare":
             value = None
     else:
-        value, reason = _validate(trace.op, answer, scale)
+        value, problem = _validate(trace.op, answer, scale)
+        reason = None if problem is None else f"{problem}; {_fallback_note(trace.op)}"
+    failure = None
+    if query.strict and problem is not None:  # no fallback: log the invalid answer, fail the query
+        failure = _strict_failure(trace, answer, error, problem, redact)
+        reason, value = problem, None
     if not trace.records:  # providers that do not log (lexical, scripted): one record per op
         raw = None if error is not None else json.dumps(answer, default=str)
         trace.add(raw=raw, parsed=value, valid=reason is None, reason=reason, latency_ms=latency_ms)
     if reason is not None:
-        query.fallbacks += 1
         last = trace.records[-1]
-        last.fallback, last.parsed = True, value
         last.reason = last.reason or reason
+        if failure is None:
+            query.fallbacks += 1
+            last.fallback, last.parsed = True, value
     query.records.extend(trace.records)
     query.ops += 1
     if query.on_op is not None:
         query.on_op()
+    if failure is not None:
+        raise failure
     return value
 
 
@@ -133,7 +186,7 @@ def _call_sync(provider: Provider, query: str, texts: list[str], op: Op, qtrace:
         answer = _ask(provider, query, texts, op, trace)
     except InvalidOutputError as exc:
         error = exc
-    return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale)
+    return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
 
 
 async def _call_async(
@@ -158,7 +211,7 @@ async def _call_async(
                 answer = await _aask(provider, query, texts, op, trace)
     except InvalidOutputError as exc:
         error = exc
-    return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale)
+    return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
 
 
 # ---- one query --------------------------------------------------------------------------------
@@ -223,8 +276,10 @@ def _setup(
     labels: list[str] | None,
     provider: Provider,
     on_op: Callable[[], None] | None,
+    log: list[CallRecord] | None,
 ) -> _Setup:
-    """Resolve parameters, truncate, shuffle (seeded) and open the query's trace."""
+    """Resolve parameters, truncate, shuffle (seeded) and open the query's trace (its records
+    appended to ``log`` when given)."""
     p = resolve_params(name, params)
     texts, truncated = prepare_texts([str(t) for t in passages], max_chars, strict, qid)
     n = len(texts)
@@ -233,7 +288,14 @@ def _setup(
         random.Random(shuffle_seed).shuffle(perm)
     shown_texts = [texts[i] for i in perm]
     lab = list(labels) if labels is not None else [str(i + 1) for i in range(n)]
-    trace = QueryTrace(qid=qid, strategy=name, labels=[lab[i] for i in perm], on_op=on_op)
+    trace = QueryTrace(
+        qid=qid,
+        strategy=name,
+        labels=[lab[i] for i in perm],
+        records=log if log is not None else [],
+        on_op=on_op,
+        strict=strict,
+    )
     scale = p["scale"] if name == "pointwise" else provider.scale
     return _Setup(p, shown_texts, perm, truncated, trace, scale)
 
@@ -268,11 +330,20 @@ def rerank_query(
     max_chars: int | None = None,
     strict: bool = False,
     on_op: Callable[[], None] | None = None,
+    log: list[CallRecord] | None = None,
     **params: Any,
 ) -> QueryResult:
-    """Rerank one query synchronously (calls one at a time, in strategy order)."""
+    """Rerank one query synchronously (calls one at a time, in strategy order).
+
+    ``strict`` (ranksmith's contract): a passage over ``max_chars`` raises
+    `DocumentTooLongError` instead of being truncated, and an invalid answer raises
+    `StrictOutputError` (no re-ask, no fallback); otherwise invalid answers are re-asked by the
+    provider and then replaced by the stated fallback, counted. ``log``: a list the query's
+    call records are appended to as operations finish, so a caller keeps the calls of a query
+    that fails (on success it is ``QueryResult.records``).
+    """
     t0 = time.perf_counter()
-    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op)
+    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log)
     provider.prepare(query, s.texts)
     gen = make_strategy(name, len(s.texts), s.params)
     try:
@@ -299,11 +370,14 @@ async def arerank_query(
     strict: bool = False,
     sem: asyncio.Semaphore | None = None,
     on_op: Callable[[], None] | None = None,
+    log: list[CallRecord] | None = None,
     **params: Any,
 ) -> QueryResult:
-    """Rerank one query with asyncio: the ops of one batch run concurrently under ``sem``."""
+    """Rerank one query with asyncio: the ops of one batch run concurrently under ``sem``
+    (options as `rerank_query`; in strict mode the first invalid answer of a batch fails the
+    query, while the batch's other calls, already sent, still finish and are logged)."""
     t0 = time.perf_counter()
-    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op)
+    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log)
     provider.prepare(query, s.texts)
     gen = make_strategy(name, len(s.texts), s.params)
     try:
@@ -333,7 +407,8 @@ def run_strategy(name: str, query: str, passages: list[str], provider: Provider,
     """Final order as 0-based indices into ``passages`` (see `core.rerank.strategies`).
 
     Options besides the strategy parameters: ``shuffle_seed`` (seeded input shuffle),
-    ``max_chars`` / ``strict`` (truncation budget), ``qid``, ``labels``.
+    ``max_chars`` (truncation budget), ``strict`` (ranksmith's contract: refuse long passages
+    and fail on invalid output, see `rerank_query`), ``qid``, ``labels``.
     """
     return rerank_query(name, query, passages, provider, **params).order
 

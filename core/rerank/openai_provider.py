@@ -2,7 +2,9 @@
 
 Each operation sends a chat completion (temperature 0 by default, JSON mode when enabled),
 parses the reply strictly (`core.rerank.parsing`), re-asks up to ``reasks`` times telling the
-model what was wrong, then raises `InvalidOutputError` (the driver applies the fallback).
+model what was wrong, then raises `InvalidOutputError` (the driver applies the fallback). Under
+a strict trace (`OpTrace.strict`) it never re-asks: the first invalid reply raises, and the
+driver fails the query.
 Transport failures are retried per `RetryPolicy`; then `ProviderError`. Replies are cached on
 disk (`ReplyCache`) by provider, base URL, model, messages and parameters, never by key.
 Every reply (re-asks included, cache hits flagged) is recorded in the operation's `OpTrace`,
@@ -358,11 +360,13 @@ class OpenAIProvider(BaseProvider):
 
     # ---- operations -------------------------------------------------------------------------
     def _flow(self, op: str, query: str, passages: list[str], m: int | None, trace: OpTrace | None) -> Flow:
-        """Ask, parse strictly, re-ask with the reason; record every reply in ``trace``."""
+        """Ask, parse strictly, re-ask with the reason (up to ``reasks`` times; never under a
+        strict ``trace``: one request, as ranksmith); record every reply in ``trace``."""
         n = len(passages)
         messages = build_messages(op, query, passages, m=m, scale=self.scale)
         error: InvalidOutputError | None = None
-        for _ in range(self.reasks + 1):
+        attempts = 1 if trace is not None and trace.strict else self.reasks + 1
+        for _ in range(attempts):
             reply = yield messages
             try:
                 value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)

@@ -11,7 +11,9 @@ Each takes the operation's `OpTrace` as the keyword ``trace``: a provider that s
 requests records every one there (re-asks included); one that does not may ignore it (the
 driver then records one call for the operation). An answer that is not the strict reply the
 operation asked for is signalled by raising `InvalidOutputError`; the driver validates every
-answer anyway and applies the stated fallback. Failures that should fail the query (transport
+answer anyway and applies the stated fallback, or in strict mode fails the query. When
+``trace.strict`` is set a provider must not re-ask or repair a reply: one request per
+operation, and the first invalid reply raises. Failures that should fail the query (transport
 exhausted, no key) raise `ProviderError`.
 
 `Provider` is the synchronous contract (used with ``concurrency == 1``), `AsyncProvider` adds

@@ -6,6 +6,9 @@ its ``trace`` argument; a provider that sends model requests records each of the
 (re-asks included, ``attempt`` 0, 1, ...). A provider that records nothing (lexical, scripted)
 gets one record per operation written by the driver. Nothing travels implicitly: concurrent
 operations of one query, and concurrent queries, each hold their own trace objects.
+
+The trace also carries the query's output contract: under ``strict`` (ranksmith's contract) a
+provider must not re-ask or repair; it raises `InvalidOutputError` on the first invalid reply.
 """
 
 from __future__ import annotations
@@ -70,7 +73,8 @@ class CallRecord:
 @dataclass
 class QueryTrace:
     """The log and counters of one query: records in completion order, operations finished,
-    fallbacks applied; ``on_op`` is called after every operation (progress)."""
+    fallbacks applied; ``on_op`` is called after every operation (progress); ``strict``: invalid
+    output fails the query (no re-ask, no fallback)."""
 
     qid: str = ""
     strategy: str = ""
@@ -79,6 +83,7 @@ class QueryTrace:
     ops: int = 0
     fallbacks: int = 0
     on_op: Callable[[], None] | None = None
+    strict: bool = False
 
 
 class OpTrace:
@@ -88,6 +93,11 @@ class OpTrace:
         self.query, self.op, self.index = query, op, index
         self.shown = [query.labels[i] if i < len(query.labels) else str(i) for i in op.ids]
         self.records: list[CallRecord] = []
+
+    @property
+    def strict(self) -> bool:
+        """The query's strict mode: a provider must not re-ask (one request per operation)."""
+        return self.query.strict
 
     def add(
         self,
