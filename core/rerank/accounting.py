@@ -9,12 +9,13 @@ nearest-rank (as ranksmith reports them).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.rerank.driver import QueryResult
 from core.rerank.strategies import estimate_calls, resolve_params, shown_counts
+from core.rerank.trace import CallRecord
 
 CHARS_PER_TOKEN = 4.0
 TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90}
@@ -71,8 +72,14 @@ class Usage:
     """After a run, one strategy: queries (failed ones included), operations and model calls
     (re-asks, invalid replies, fallbacks, cache hits, transport retries), billed tokens (cache
     hits excluded) and cost, per-call and per-query latency percentiles (nearest rank; cache hits
-    excluded from the call latencies), truncated passages and wall time. ``*_per_query`` are per
-    successful query."""
+    excluded from the call latencies), truncated passages and wall time.
+
+    Calls, tokens and cost include the calls a failed query made before it failed (they were
+    billed); ``calls_per_query`` and ``cost_per_query`` divide by every query, failed ones
+    included, as ranksmith's "LLM calls/query" and "Mean cost/query" do (without failures: per
+    successful query). ``invalid_rate`` = invalid replies / calls (per call, re-asks included;
+    ranksmith's is per query: the share of queries whose output was invalid). Query latencies
+    and ``truncated`` are over the successful queries."""
 
     strategy: str
     queries: int
@@ -145,11 +152,13 @@ def summarize(
     prices: Prices | None,
     estimated_calls: int | None,
     wall_s: float,
+    failed_logs: Mapping[str, Sequence[CallRecord]] | None = None,
 ) -> Usage:
-    """After a run: the usage of one strategy from its successful queries' results and the
-    failed queries' errors."""
+    """After a run: the usage of one strategy from its successful queries' results, the
+    failed queries' errors and the calls they made before failing (``failed_logs``)."""
     prices = prices or Prices()
-    records = [r for res in results for r in res.records]
+    failed = [r for log in (failed_logs or {}).values() for r in log]
+    records = [r for res in results for r in res.records] + failed
     billed = [r for r in records if not r.cache_hit]
     prompt = sum(r.prompt_tokens for r in billed)
     completion = sum(r.completion_tokens for r in billed)
@@ -164,19 +173,20 @@ def summarize(
         queries=n_q,
         failed_queries=len(errors),
         estimated_calls=estimated_calls,
-        operations=sum(res.ops for res in results),
+        operations=sum(res.ops for res in results)
+        + sum(len({r.op_index for r in log}) for log in (failed_logs or {}).values()),
         calls=len(records),
         reasks=sum(1 for r in records if r.attempt > 0),
         invalid=invalid,
         invalid_rate=invalid / len(records) if records else 0.0,
-        fallbacks=sum(res.fallbacks for res in results),
+        fallbacks=sum(res.fallbacks for res in results) + sum(r.fallback for r in failed),
         cache_hits=sum(1 for r in records if r.cache_hit),
         transport_retries=sum(r.retries for r in records),
         prompt_tokens=prompt,
         completion_tokens=completion,
         cost=cost,
-        cost_per_query=cost / n_ok if n_ok else 0.0,
-        calls_per_query=len(records) / n_ok if n_ok else 0.0,
+        cost_per_query=cost / n_q if n_q else 0.0,
+        calls_per_query=len(records) / n_q if n_q else 0.0,
         call_p50_ms=percentile(latencies, 50),
         call_p95_ms=percentile(latencies, 95),
         query_p50_ms=percentile(qlat, 50),

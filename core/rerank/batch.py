@@ -3,7 +3,10 @@
 Run scores are ``n - position`` (1-based positions), or the grades for ``pointwise`` (ties
 kept). A query whose provider fails for good (retries exhausted, refused in strict mode, a
 stage plan that does not fit) is recorded in ``errors`` and left out of the run (so it scores
-0, as ranksmith scores invalid outputs) while every other query's result is kept.
+0, as ranksmith scores invalid outputs) while every other query's result is kept. The calls it
+made before failing stay in the call log (``failed_logs``) and in the usage: they were billed.
+With ``strict=True`` (ranksmith's contract) an invalid model answer is such a failure: no
+re-ask, no fallback.
 
 With ``concurrency > 1`` the queries run as asyncio tasks sharing one semaphore of that size
 (each provider request holds a slot); within a query, a strategy's concurrent batches (PRP's
@@ -27,6 +30,7 @@ from core.errors import RankLensError
 from core.rerank.accounting import Estimate, Prices, Usage, estimate, summarize
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.rerank.driver import QueryResult, arerank_query, rerank_query
+from core.rerank.errors import StrictOutputError
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import resolve_params
 from core.rerank.trace import RECORD_COLUMNS, CallRecord
@@ -51,7 +55,8 @@ Progress = Callable[[ProgressState], None]
 @dataclass
 class BatchResult:
     """One strategy over a candidate set: the reranked run (None when every query failed),
-    usage and the estimate made before, per-query results and errors (input order), notes."""
+    usage and the estimate made before, per-query results and errors (input order), notes,
+    and the calls each failed query made before it failed (``failed_logs``, as ``errors``)."""
 
     strategy: str
     provider: str
@@ -62,18 +67,22 @@ class BatchResult:
     results: dict[str, QueryResult]
     errors: dict[str, str]
     notes: list[str] = field(default_factory=list)
+    failed_logs: dict[str, list[CallRecord]] = field(default_factory=dict)
 
     @property
     def log(self) -> list[CallRecord]:
-        """Every model call, query by query."""
-        return [r for res in self.results.values() for r in res.records]
+        """Every model call, query by query: the successful queries, then the failed ones."""
+        return [r for res in self.results.values() for r in res.records] + [
+            r for records in self.failed_logs.values() for r in records
+        ]
 
     def log_frame(self) -> pd.DataFrame:
         """The call log as a table (columns `core.rerank.trace.RECORD_COLUMNS`)."""
         return pd.DataFrame([r.to_dict() for r in self.log], columns=list(RECORD_COLUMNS))
 
     def per_query(self) -> pd.DataFrame:
-        """One row per query: status, operations, calls, fallbacks, truncated, latency, error."""
+        """One row per query: status, operations, calls, fallbacks, truncated, latency, error
+        (a failed query: the operations and calls it made before failing)."""
         rows = [
             {
                 "qid": q,
@@ -91,9 +100,9 @@ class BatchResult:
             {
                 "qid": q,
                 "status": "failed",
-                "operations": 0,
-                "calls": 0,
-                "fallbacks": 0,
+                "operations": len({r.op_index for r in self.failed_logs.get(q, [])}),
+                "calls": len(self.failed_logs.get(q, [])),
+                "fallbacks": sum(r.fallback for r in self.failed_logs.get(q, [])),
                 "truncated": 0,
                 "latency_ms": 0.0,
                 "error": e,
@@ -154,7 +163,11 @@ def rerank_candidates(
     name: str | None = None,
 ) -> BatchResult:
     """Rerank every query of ``cands`` with ``strategy`` on ``provider`` (its synchronous
-    operations when ``concurrency <= 1``, else its async ones; ``aclose`` at the end)."""
+    operations when ``concurrency <= 1``, else its async ones; ``aclose`` at the end).
+
+    ``strict``: ranksmith's contract, a passage over ``max_chars`` or an invalid model answer
+    fails its query (reported in ``errors``, scored 0) instead of being truncated or replaced
+    by a fallback after the provider's re-asks."""
     params = {k: v for k, v in (params or {}).items() if v is not None}
     resolve_params(strategy, params)  # bad parameters fail the whole batch up front
     est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params, prices)
@@ -172,6 +185,8 @@ def rerank_candidates(
         done["queries"] += 1
         report()
 
+    logs: dict[str, list[CallRecord]] = {q.qid: [] for q in cands.queries}
+
     def opts(q: QueryCandidates) -> dict[str, Any]:
         return dict(
             qid=q.qid,
@@ -180,18 +195,26 @@ def rerank_candidates(
             max_chars=max_chars,
             strict=strict,
             on_op=tick_op,
+            log=logs[q.qid],
             **params,
         )
 
     results: dict[str, QueryResult] = {}
     errors: dict[str, str] = {}
+    invalid_output: set[str] = set()  # queries failed by strict mode on an invalid answer
+
+    def fail(q: QueryCandidates, exc: Exception) -> None:
+        errors[q.qid] = _error_text(provider, exc)
+        if isinstance(exc, StrictOutputError):
+            invalid_output.add(q.qid)
+
     t0 = time.perf_counter()
     if concurrency <= 1:
         for q in cands.queries:
             try:
                 results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
             except Exception as exc:  # noqa: BLE001 - the per-query boundary: one query's failure (any provider's error) is reported in `errors` and must not lose the others
-                errors[q.qid] = _error_text(provider, exc)
+                fail(q, exc)
             tick_query()
     else:
 
@@ -202,7 +225,7 @@ def rerank_candidates(
                 try:
                     results[q.qid] = await arerank_query(strategy, q.query, list(q.texts), provider, sem=sem, **opts(q))
                 except Exception as exc:  # noqa: BLE001 - the per-query boundary, as in the sequential loop above
-                    errors[q.qid] = _error_text(provider, exc)
+                    fail(q, exc)
                 tick_query()
 
             try:
@@ -214,8 +237,9 @@ def rerank_candidates(
     wall = time.perf_counter() - t0
     ordered = {q.qid: results[q.qid] for q in cands.queries if q.qid in results}
     ordered_errors = {q.qid: errors[q.qid] for q in cands.queries if q.qid in errors}
+    failed_logs = {q: logs[q] for q in ordered_errors}
     run = _build_run(cands, ordered, name or f"{strategy} ({provider.name})")
-    usage = summarize(strategy, list(ordered.values()), ordered_errors, prices, est.calls, wall)
+    usage = summarize(strategy, list(ordered.values()), ordered_errors, prices, est.calls, wall, failed_logs)
     notes = []
     if strategy == "prp-allpairs":
         k = resolve_params(strategy, params)["max_docs"]
@@ -228,4 +252,11 @@ def rerank_candidates(
         notes.append(f"{usage.truncated} passages were truncated to {max_chars:,} characters")
     if ordered_errors:
         notes.append(f"{len(ordered_errors)} of {cands.n_queries} queries failed and are left out of the run")
-    return BatchResult(strategy, provider.name, params, run, usage, est, ordered, ordered_errors, notes)
+    if invalid_output:
+        notes.append(
+            f"{len(invalid_output)} queries failed on invalid model output (strict mode: not re-asked or repaired; "
+            "they score 0, as in ranksmith)"
+        )
+    return BatchResult(
+        strategy, provider.name, params, run, usage, est, ordered, ordered_errors, notes, failed_logs=failed_logs
+    )
