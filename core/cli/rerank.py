@@ -1,8 +1,11 @@
 """``python -m core rerank``: rerank candidates with an LLM (openai) or offline (lexical).
 
 Candidates come from ``--input cands.jsonl`` or ``--run R --corpus C --queries Q --depth N``
-(or ``--demo``). ``--dry-run`` prints the exact call count and cost estimate only;
-``--compare a,b,c --qrels Q`` prints ranksmith's comparison table.
+(or ``--demo``); ``--run`` may be ranksmith's candidate TSV (header ``query_id document_id
+rank``) and the corpus and queries BEIR's ``corpus.jsonl`` / ``queries.jsonl``. ``--dry-run``
+prints the exact call count and cost estimate only; ``--compare a,b,c --qrels Q`` prints
+ranksmith's comparison table; ``--strict`` is ranksmith's output contract (no truncation, no
+re-ask, no fallback: such a query fails, is reported and scores 0).
 """
 
 from __future__ import annotations
@@ -29,7 +32,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     src = parser.add_argument_group("candidates")
     src.add_argument("--input", help="JSONL {qid, query, candidates: [{docid, text}]}")
-    src.add_argument("--run", help="first-stage run (TREC/CSV/...) to take candidates from")
+    src.add_argument(
+        "--run",
+        help="first-stage run (TREC/CSV/..., or a candidate TSV: query_id document_id [rank]) to take candidates from",
+    )
     src.add_argument("--corpus", help="docid,text table (CSV, TSV or JSONL)")
     src.add_argument("--queries", help="qid,query table (CSV, TSV or JSONL)")
     src.add_argument("--depth", type=int, default=100, help="candidates per query from --run (default 100)")
@@ -48,7 +54,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     st.add_argument("--max-docs", type=int, help="prp-allpairs: judge only the first N candidates (default 20)")
     st.add_argument("--shuffle-seed", type=int, help="shuffle each query's candidates first (position-bias studies)")
     st.add_argument("--max-chars", type=int, default=4000, help="truncate passages to N characters (0 = never)")
-    st.add_argument("--strict", action="store_true", help="refuse passages over --max-chars instead of truncating")
+    st.add_argument(
+        "--strict",
+        action="store_true",
+        help="ranksmith's contract: a passage over --max-chars, or an invalid model reply, fails its query "
+        "(reported, scored 0) instead of truncation, re-asks and fallbacks",
+    )
     pv = parser.add_argument_group("provider")
     pv.add_argument(
         "--provider",
@@ -64,7 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pv.add_argument("--temperature", type=float, default=0.0)
     pv.add_argument("--no-json-mode", action="store_true", help="do not send response_format=json_object")
     pv.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    pv.add_argument("--reasks", type=int, default=1, help="re-asks after an invalid reply (default 1)")
+    pv.add_argument(
+        "--reasks", type=int, default=1, help="re-asks after an invalid reply (default 1; none with --strict)"
+    )
     pv.add_argument("--max-retries", type=int, default=4, help="transport retries (429/5xx/timeouts)")
     pv.add_argument("--concurrency", type=int, default=8)
     pv.add_argument("--input-price", type=float, default=0.0, help="USD per 1M prompt tokens")

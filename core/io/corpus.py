@@ -6,7 +6,9 @@ Two layouts:
   (`read_candidates`).
 * A first-stage run plus a ``docid,text`` table (the corpus) and a ``qid,query`` table
   (`read_candidates_from_run`), cut at ``depth`` candidates per query. Tables are CSV, TSV
-  (with a header, or two headerless columns as in MS MARCO's ``collection.tsv``) or JSONL.
+  (with a header, or two headerless columns as in MS MARCO's ``collection.tsv``) or JSONL
+  (BEIR's ``corpus.jsonl`` / ``queries.jsonl``: ``_id`` and ``text``). The run is any file
+  `core.io.read_run` reads, or ranksmith's candidate TSV (`read_candidate_table`).
 
 Every problem is a `DataError` naming the file and the 1-based line.
 """
@@ -14,12 +16,17 @@ Every problem is a `DataError` naming the file and the 1-based line.
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import math
+import os
+import zlib
+from pathlib import Path
 from typing import Any
 
 from core.data import Run
 from core.errors import DataError
-from core.io._common import Source, check_text, json_lines, load_bytes, strip_bom
+from core.io._common import Source, check_text, first_line, json_lines, load_bytes, strip_bom
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.ties import ordered_frame
 
@@ -172,6 +179,146 @@ def read_text_table(data: Source, role: str, *, filename: str | None = None) -> 
     return out
 
 
+# ---- ranksmith's candidate TSV ------------------------------------------------------------------
+#: Names of the first two header columns of a candidate table: the query, then the document.
+CANDIDATE_QUERY_NAMES = ("query_id", "query-id", "qid")
+CANDIDATE_DOC_NAMES = ("document_id", "corpus-id", "corpus_id", "doc_id", "docid")
+#: Names only candidate tables use (ranksmith's ``query_id document_id rank``, BEIR's
+#: ``query-id corpus-id``): a header with one of them is read here, not by `core.io.read_run`.
+_CANDIDATE_ONLY_NAMES = frozenset({"document_id", "corpus-id", "corpus_id", "query-id"})
+_HEAD_BYTES = 65536
+
+
+def candidate_header(line: str) -> tuple[str | None, list[str]] | None:
+    """``(delimiter, column names)`` when ``line`` is the header of a candidate table that
+    `core.io.read_run` does not read, else None. The delimiter is ``","`` for a comma-separated
+    header, else None (any run of tabs and spaces, as ranksmith splits its rows).
+
+    A candidate table's first two columns name the query and the document
+    (`CANDIDATE_QUERY_NAMES`, `CANDIDATE_DOC_NAMES`); it is taken here when it uses a name only
+    candidate tables use (``document_id``, ``corpus-id``, ``corpus_id``, ``query-id``), has
+    neither a ``rank`` nor a ``score`` column, or is separated by spaces. Other runs (TREC,
+    ``qid,docid,score`` tables...) stay with `core.io.read_run`, unchanged.
+    """
+    comma = "," in line and "\t" not in line
+    names = [c.strip().lower() for c in (line.split(",") if comma else line.split())]
+    if len(names) < 2 or names[0] not in CANDIDATE_QUERY_NAMES or names[1] not in CANDIDATE_DOC_NAMES:
+        return None
+    spaces = not comma and "\t" not in line
+    if spaces or _CANDIDATE_ONLY_NAMES.intersection(names[:2]) or not {"rank", "score"} & set(names[2:]):
+        return ("," if comma else None), names
+    return None
+
+
+def _head(data: Source, filename: str | None) -> tuple[bytes, Source, str | None]:
+    """The first bytes of ``data`` (gzip decompressed) and a source that still holds all of
+    it: a path is only peeked at (the run reader reads it again, on its fast path); bytes and
+    streams are read once and handed on as bytes, named ``filename`` or their display name."""
+    if isinstance(data, (str, os.PathLike)):
+        path = Path(data)
+        try:
+            with path.open("rb") as fh:
+                head = fh.read(_HEAD_BYTES)
+            if head[:2] == b"\x1f\x8b":
+                with gzip.open(path, "rb") as gz:
+                    head = gz.read(_HEAD_BYTES)
+        except (OSError, EOFError, zlib.error):  # missing or corrupt: the run reader reports it
+            head = b""
+        return head, data, filename
+    raw, display = load_bytes(data, filename)
+    return raw[:_HEAD_BYTES], raw, filename or display
+
+
+def read_candidate_table(data: Source, *, filename: str | None = None, name: str | None = None) -> Run:
+    """ranksmith's first-stage candidate TSV as a `Run`: a header whose first two columns name
+    the query and the document (``query_id document_id rank``; BEIR's ``query-id corpus-id
+    score``; see `candidate_header`), then one row per candidate, fields separated by tabs or
+    spaces (or commas, when the header is). ``rank`` and ``score`` columns are read by name,
+    any other is ignored; with neither, each query's row order is its rank.
+
+    The candidate order of a query is the ``given`` order (`core.ties`): the rank column, else
+    the row order. ranksmith always takes the row order (its third column is not read); the two
+    agree whenever the ranks follow the rows, as a retriever writes them. A duplicated document
+    within a query, a short row, a non-integer rank or a non-finite score is a `DataError`
+    naming the line(s).
+    """
+    import pandas as pd
+
+    raw, display = load_bytes(data, filename)
+    check_text(raw, display, full=True)
+    text = strip_bom(raw).decode("utf-8")
+    lines = text.split("\n")
+    start = next((i for i, ln in enumerate(lines) if ln.strip()), len(lines))
+    header = candidate_header(lines[start].strip()) if start < len(lines) else None
+    if header is None:
+        raise DataError(
+            "not a candidate table",
+            file=display,
+            line=start + 1 if start < len(lines) else None,
+            expected="a header query_id document_id [rank] [score]",
+        )
+    delim, names = header
+    rank_at = names.index("rank") if "rank" in names else None
+    score_at = names.index("score") if "score" in names else None
+    width = max(i for i in (1, rank_at, score_at) if i is not None) + 1
+    expected = f"{' '.join(names)} ({'comma' if delim else 'tab or space'}-separated)"
+    qids: list[str] = []
+    docids: list[str] = []
+    ranks: list[int] = []
+    scores: list[float] = []
+    first_line_of: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(lines[start + 1 :], start=start + 2):
+        if not line.strip():
+            continue
+        fields = [f.strip() for f in line.split(delim)] if delim else line.split()
+        if len(fields) < width:
+            raise DataError(
+                f"expected {width} columns, found {len(fields)}", file=display, line=number, expected=expected
+            )
+        qid, docid = fields[0], fields[1]
+        if not qid or not docid:
+            raise DataError(
+                f"empty {'query_id' if not qid else 'document_id'}", file=display, line=number, expected=expected
+            )
+        seen = first_line_of.setdefault((qid, docid), number)
+        if seen != number:
+            raise DataError(
+                f"document {docid!r} appears twice for query {qid!r}",
+                file=display,
+                lines=(seen, number),
+                expected="each document once per query",
+            )
+        if rank_at is not None:
+            try:
+                ranks.append(int(fields[rank_at]))
+            except ValueError:
+                raise DataError(
+                    f"rank {fields[rank_at]!r} is not an integer", file=display, line=number, expected=expected
+                ) from None
+        if score_at is not None:
+            try:
+                value = float(fields[score_at])
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise DataError(
+                    f"score {fields[score_at]!r} is not a finite number", file=display, line=number, expected=expected
+                )
+            scores.append(value)
+        qids.append(qid)
+        docids.append(docid)
+    if not qids:
+        raise DataError("no candidates", file=display, expected="at least one row after the header")
+    frame = pd.DataFrame({"qid": qids, "docid": docids})
+    if rank_at is not None:
+        frame["rank"] = ranks
+    if score_at is not None:
+        frame["score"] = scores
+    if rank_at is None and score_at is None:  # the row order is the rank
+        frame["rank"] = frame.groupby("qid", sort=False).cumcount().to_numpy() + 1
+    return Run.from_frame(frame, name or display.rsplit(".", 1)[0], source=display)
+
+
 def read_candidates_from_run(
     run: Run | Source,
     corpus: Source | dict[str, str],
@@ -183,19 +330,25 @@ def read_candidates_from_run(
     queries_filename: str | None = None,
     name: str | None = None,
 ) -> CandidateSet:
-    """Candidates = the run's top ``depth`` per query (ranked, ties by docid as trec_eval),
-    texts from ``corpus`` and query texts from ``queries``."""
+    """Candidates = the run's top ``depth`` per query, texts from ``corpus`` and query texts
+    from ``queries``. A run is ranked by score, ties by docid as trec_eval; ranksmith's
+    candidate TSV (`read_candidate_table`, recognised by its header) keeps its given order."""
     if depth < 1:
         raise DataError(f"depth {depth} must be >= 1", expected="a positive depth")
+    order = "trec"
     if not isinstance(run, Run):
-        from core.io import read_run
+        head, run_source, run_filename = _head(run, run_filename)
+        if candidate_header(first_line(strip_bom(head))) is not None:
+            run, order = read_candidate_table(run_source, filename=run_filename), "given"
+        else:
+            from core.io import read_run
 
-        run = read_run(run, filename=run_filename)
+            run = read_run(run_source, filename=run_filename)
     docs = corpus if isinstance(corpus, dict) else read_text_table(corpus, "corpus", filename=corpus_filename)
     qtext = queries if isinstance(queries, dict) else read_text_table(queries, "queries", filename=queries_filename)
     corpus_name = corpus_filename or (corpus if isinstance(corpus, str) else "corpus")
     queries_name = queries_filename or (queries if isinstance(queries, str) else "queries")
-    frame = ordered_frame(run, "trec")
+    frame = ordered_frame(run, order)
     frame = frame[frame["rank"] <= depth]
     out = []
     for qid, group in frame.groupby("qid", sort=False):
