@@ -112,6 +112,8 @@ DOC_KEYS: Key[tuple[np.ndarray, bool]] = Key("doc_keys")
 KEY_INDEX: Key[KeyIndex] = Key("key_index")
 PRESORTED: Key[bool] = Key("presorted")
 QUERY_BOUNDS: Key[np.ndarray] = Key("query_bounds")
+#: `Run.meta` key: how many duplicate rows `Run.drop_duplicates` removed (absent: none)
+DUPLICATES_DROPPED = "duplicates_dropped"
 FRAME: Key[pd.DataFrame] = Key("frame")
 VOTES_ENCODED: Key[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = Key("votes_encoded")
 
@@ -479,7 +481,8 @@ class Run:
         (``qid_codes`` non-decreasing, indexing ``qid_values``) and score-descending within
         each query, with those facts known: the run is `presorted`, and its query codes,
         ``scores`` (``table["score"]`` as numpy) and optionally `doc_keys` are not recomputed.
-        ``table`` has columns qid, docid (string) and score (float64); it is not validated."""
+        ``table`` has columns qid, docid (string), score (float64) and optionally rank (int64,
+        the order RankLens chose inside ties); it is not validated."""
         run = cls(name=name, table=table, source=source, meta=dict(meta or {}))
         run.derived.seed(QUERY_ENCODING, (qid_codes, qid_values))
         run.derived.seed(SCORES, scores)
@@ -535,8 +538,9 @@ class Run:
         table = pa.Table.from_pandas(frame[keep], preserve_index=False)
         return cls.from_table(table, name, source=source)
 
-    def validate(self) -> None:
-        """Raise `DataError` for empty ids, non-finite scores or duplicate docids."""
+    def validate(self, *, allow_duplicates: bool = False) -> None:
+        """Raise `DataError` for empty ids, non-finite scores or (unless ``allow_duplicates``,
+        for a caller about to `drop_duplicates`) a docid repeated within a query."""
         if self.table.num_rows == 0:
             raise DataError("run has no rows", file=self.source, expected="at least one result")
         for col in ("qid", "docid"):
@@ -561,7 +565,7 @@ class Run:
                 expected="a finite numeric score",
                 rows=(row,),
             )
-        dup = self.key_index.duplicate_pair(self.qid_codes, self.docids)
+        dup = None if allow_duplicates else self.key_index.duplicate_pair(self.qid_codes, self.docids)
         if dup is not None:
             i, j = dup
             raise DataError(
@@ -570,6 +574,36 @@ class Run:
                 expected="each docid at most once per query",
                 rows=(i, j),
             )
+
+    def drop_duplicates(self) -> Run:
+        """The run keeping one row per (qid, docid): the best-ranked copy, i.e. the highest
+        score, then the first in row order; the other rows of a repeated docid are dropped and
+        the kept rows stay in file order (a ``rank`` column keeps its values: the ``given``
+        order still closes the gaps). ``meta[DUPLICATES_DROPPED]`` adds the number of rows
+        dropped. Returns ``self`` when no docid repeats. Candidates come from `key_index`
+        (equal keys); they are then grouped by the docid strings themselves, so a hash
+        collision never drops a row."""
+        index = self.key_index
+        same = np.flatnonzero(index.sorted_keys[1:] == index.sorted_keys[:-1])
+        if not len(same):
+            return self
+        candidate = np.zeros(len(self), dtype=bool)
+        candidate[index.order[same]] = True
+        candidate[index.order[same + 1]] = True
+        rows = np.flatnonzero(candidate)
+        codes = self.qid_codes[rows]
+        docs = as_numpy(pc.dictionary_encode(self.docids.take(as_arrow(rows))).indices)
+        order = np.lexsort((rows, -self.scores[rows], docs, codes))
+        q, d = codes[order], docs[order]
+        repeat = np.zeros(len(order), dtype=bool)
+        repeat[1:] = (q[1:] == q[:-1]) & (d[1:] == d[:-1])
+        drop = rows[order[repeat]]
+        if not len(drop):
+            return self
+        keep = np.ones(len(self), dtype=bool)
+        keep[drop] = False
+        meta = {**self.meta, DUPLICATES_DROPPED: int(self.meta.get(DUPLICATES_DROPPED, 0)) + len(drop)}
+        return Run(name=self.name, table=self.table.filter(as_arrow(keep)), source=self.source, meta=meta)
 
     # ---- columns (data-layer derived values) --------------------------------------------
     @property

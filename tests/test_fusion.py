@@ -618,3 +618,75 @@ def test_params_validate_once_and_drive_every_entry_point(classic):
     assert (report.method, report.k, report.weights, report.depth) == ("rrf", 10.0, [2.0, 1.0, 0.0], 2)
     with pytest.warns(DataWarning, match="lacks"):
         fuse_with([make_run("a", {"q1": ["x"]}), make_run("b", {"q2": ["y"]})], FusionParams())
+
+
+# ---------------------------------------------------------------------------------------
+# Duplicated docids within one input (Run.drop_duplicates, read_runs(duplicates=...))
+# ---------------------------------------------------------------------------------------
+def unvalidated(rows: list[tuple[str, str, float]], name: str = "dup") -> Run:
+    """A run holding duplicates (built without validation, as a reader in keep-best mode)."""
+    import pyarrow as pa
+
+    qid, docid, score = (list(c) for c in zip(*rows, strict=True))
+    table = pa.table({"qid": qid, "docid": docid, "score": pa.array(score, pa.float64())})
+    return Run.from_table(table, name, validate=False)
+
+
+@pytest.mark.parametrize("ids", [("a", "b", "c"), ("17", "5", "900")])
+def test_drop_duplicates_keeps_the_best_copy(ids):
+    """Highest score wins; equal scores: the first row (the LightRAG note's first occurrence);
+    other queries and documents are untouched, rows stay in file order, the count is in meta."""
+    a, b, c = ids
+    rows = [("q1", a, 3.0), ("q1", b, 2.0), ("q1", a, 5.0), ("q1", c, 1.0), ("q2", a, 1.0), ("q1", c, 1.0)]
+    run = unvalidated(rows)
+    with pytest.raises(RankLensError, match="appears twice"):
+        run.validate()
+    run.validate(allow_duplicates=True)
+    kept = run.drop_duplicates()
+    assert kept.table.to_pylist() == [
+        {"qid": "q1", "docid": b, "score": 2.0},
+        {"qid": "q1", "docid": a, "score": 5.0},
+        {"qid": "q1", "docid": c, "score": 1.0},
+        {"qid": "q2", "docid": a, "score": 1.0},
+    ]
+    assert kept.meta["duplicates_dropped"] == 2 and "duplicates_dropped" not in run.meta
+    kept.validate()
+    assert kept.drop_duplicates() is kept  # nothing left to drop
+
+
+def test_drop_duplicates_survives_hash_collisions():
+    """Candidates are found by key; a forced collision of every hash drops nothing extra."""
+    run = unvalidated([("q", "x", 1.0), ("q", "y", 2.0), ("q", "x", 3.0), ("q", "z", 0.5)])
+    keys, exact = run.doc_keys
+    run.derived.seed(DOC_KEYS, (np.zeros_like(keys), exact))
+    kept = run.drop_duplicates()
+    assert kept.table.to_pylist() == [
+        {"qid": "q", "docid": "y", "score": 2.0},
+        {"qid": "q", "docid": "x", "score": 3.0},
+        {"qid": "q", "docid": "z", "score": 0.5},
+    ]
+
+
+def test_read_runs_duplicates_modes(tmp_path):
+    """``error`` (default) names both lines; ``keep-best`` keeps the best copy per tag and
+    counts the rows dropped; other errors keep their line numbers in keep-best mode."""
+    from core.errors import DataError
+    from core.io.runs import DUPLICATE_MODES, read_run, read_runs
+
+    assert DUPLICATE_MODES == ("error", "keep-best")
+    text = "q1 Q0 a 1 3.0 t\nq1 Q0 b 2 2.0 t\nq1 Q0 a 3 5.0 t\nq1 Q0 a 1 9.0 u\nq1 Q0 c 2 1.0 u\n"
+    path = tmp_path / "dups.trec"
+    path.write_text(text)
+    with pytest.raises(DataError, match=r"lines 1 and 3: docid 'a' appears twice for query 'q1'"):
+        read_runs(path)
+    t, u = read_runs(path, duplicates="keep-best")
+    assert [r["docid"] for r in t.table.to_pylist()] == ["b", "a"] and t.scores.tolist() == [2.0, 5.0]
+    assert t.meta["duplicates_dropped"] == 1 and "duplicates_dropped" not in u.meta
+    one = read_run(text.encode()[:48], filename="x.trec", duplicates="keep-best")
+    assert one.meta["duplicates_dropped"] == 1
+    bad = tmp_path / "bad.tsv"
+    bad.write_text("qid\tdocid\tscore\nq\ta\t1\nq\ta\t2\nq\tb\tnan\n")
+    with pytest.raises(DataError, match=r"bad\.tsv, line 4: score nan is not a finite number"):
+        read_runs(bad, duplicates="keep-best")
+    with pytest.raises(ValueError, match="unknown duplicates mode"):
+        read_runs(path, duplicates="drop")

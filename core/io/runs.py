@@ -91,6 +91,9 @@ _WS = re.compile(rb"[ \t]+")
 #: bytes per parse block of the TREC reader: 1 MiB blocks parse a 7M-row run about 20% faster
 #: than 4 MiB ones (the blocks' columns stay in cache while they are converted)
 _BLOCK_SIZE = 1 << 20
+#: what `read_runs` does with a docid repeated within a query: refuse the file (naming both
+#: lines) or keep its best-ranked copy (`Run.drop_duplicates`: highest score, then first row)
+DUPLICATE_MODES: tuple[str, ...] = ("error", "keep-best")
 
 
 # ---------------------------------------------------------------------------------------
@@ -102,9 +105,14 @@ def read_runs(
     filename: str | None = None,
     fmt: str | None = None,
     name: str | None = None,
+    duplicates: str = "error",
 ) -> list[Run]:
     """Parse a run file; one `Run` per tag (a single run is named ``name``, its tag, or
-    the file's stem). Raises `DataError` with file and line on bad input."""
+    the file's stem). Raises `DataError` with file and line on bad input. ``duplicates``
+    (`DUPLICATE_MODES`): ``error`` refuses a docid repeated within a query, ``keep-best``
+    keeps its best-ranked copy and counts the rows dropped in ``meta[DUPLICATES_DROPPED]``."""
+    if duplicates not in DUPLICATE_MODES:
+        raise ValueError(f"unknown duplicates mode {duplicates!r}; expected one of {', '.join(DUPLICATE_MODES)}")
     lines: LineMap | None
     fast = _plain_trec_file(data, filename, fmt)
     if fast is not None:
@@ -123,7 +131,7 @@ def read_runs(
         lines = LineMap(lambda: strip_bom(load_bytes(path, display)[0]))
         del raw
         table = _normalise_run_columns(table, display, lines)
-        return _split_by_tag(table, display, lines, name)
+        return _split_by_tag(table, display, lines, name, duplicates)
     raw, display = load_bytes(data, filename)
     kind = sniff_format(raw, display, fmt)
     if kind == "parquet":
@@ -150,12 +158,19 @@ def read_runs(
         lines = LineMap(source, header_lines=0 if kind in ("trec", "jsonl") else 1)
     del raw
     table = _normalise_run_columns(table, display, lines)
-    return _split_by_tag(table, display, lines, name)
+    return _split_by_tag(table, display, lines, name, duplicates)
 
 
-def read_run(data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None) -> Run:
+def read_run(
+    data: Source,
+    *,
+    filename: str | None = None,
+    fmt: str | None = None,
+    name: str | None = None,
+    duplicates: str = "error",
+) -> Run:
     """Like `read_runs` but the file must hold exactly one run."""
-    runs = read_runs(data, filename=filename, fmt=fmt, name=name)
+    runs = read_runs(data, filename=filename, fmt=fmt, name=name, duplicates=duplicates)
     if len(runs) != 1:
         shown = filename or (str(data) if isinstance(data, (str, Path)) else "<upload>")
         raise DataError(
@@ -438,9 +453,12 @@ def _distinct(col: pa.ChunkedArray) -> list[str | None]:
     return pc.unique(col).to_pylist()
 
 
-def _split_by_tag(table: pa.Table, display: str, lines: LineMap | None, name: str | None) -> list[Run]:
+def _split_by_tag(
+    table: pa.Table, display: str, lines: LineMap | None, name: str | None, duplicates: str = "error"
+) -> list[Run]:
     """One run per tag. Runs are built first and validated after the parse buffers are
-    released, so a large file's peak memory holds one copy of the columns, not two."""
+    released, so a large file's peak memory holds one copy of the columns, not two;
+    ``keep-best`` ``duplicates`` are dropped after validation (errors keep their lines)."""
     stem = Path(display).stem or "run"
     has_tag = "tag" in table.column_names
     tags = _distinct(table["tag"]) if has_tag else [None]
@@ -462,11 +480,13 @@ def _split_by_tag(table: pa.Table, display: str, lines: LineMap | None, name: st
     pa.default_memory_pool().release_unused()
     for run, row_ids in pending:
         try:
-            run.validate()
+            run.validate(allow_duplicates=duplicates == "keep-best")
         except DataError as exc:
             if exc.rows and row_ids is not None:
                 exc = DataError(exc.message, expected=exc.expected, rows=tuple(int(row_ids[r]) for r in exc.rows))
             raise (lines.relocate(exc, display) if lines else exc.located(file=display)) from None
+    if duplicates == "keep-best":
+        return [run.drop_duplicates() for run, _ in pending]
     return [run for run, _ in pending]
 
 
