@@ -74,3 +74,17 @@ def test_empty_gap_table_gives_empty_figures():
 def test_tie_gap_scatter_names_the_traditional_order():
     fig = _json(tie_gap_scatter(_gaps(), "RR"))
     assert "(traditional (input order))" in fig["layout"]["title"]["text"]
+
+
+def test_metric_bars_name_the_traditional_order():
+    from core.charts.metrics import metric_bars
+    from core.metrics import evaluate_policies
+
+    run = Run.from_frame(pd.DataFrame({"qid": ["q", "q"], "docid": ["a", "b"], "score": [1.0, 1.0]}), "A")
+    table = evaluate_policies(run, Qrels.from_dict({"q": {"a": 1}}), ["mrr"], traditional="input")
+    figure = metric_bars(table, ["mrr"], traditional="input")
+    fig = _json(figure)
+    assert fig["data"][0]["name"] == "traditional (input order)"
+    assert list(figure.data[0].y) == [1.0]  # a first in the file
+    default = _json(metric_bars(evaluate_policies(run, Qrels.from_dict({"q": {"a": 1}}), ["mrr"]), ["mrr"]))
+    assert default["data"][0]["name"] == "traditional (trec order)"

@@ -15,11 +15,13 @@ TRADITIONAL_COLOR = "#8fa3b8"
 TIE_AWARE_COLOR = "#e07b39"
 
 
-def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None) -> go.Figure:
-    """Grouped bars per run: traditional (``trec``) next to tie-aware (``expected``), the
-    tie-aware bar carrying the [pessimistic, optimistic] range as an asymmetric error bar.
+def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, traditional: str = "trec") -> go.Figure:
+    """Grouped bars per run: traditional (the ``traditional`` order: ``trec``, ``input`` or
+    ``given``, named in the legend) next to tie-aware (``expected``), the tie-aware bar
+    carrying the [pessimistic, optimistic] range as an asymmetric error bar.
 
-    ``table``: long form with columns run, metric, trec, expected, pessimistic, optimistic.
+    ``table``: long form with columns run, metric, ``traditional``, expected, pessimistic,
+    optimistic (`core.metrics.policy_table`).
     """
     metrics = metrics or list(dict.fromkeys(table["metric"]))
     cols = 2 if len(metrics) in (2, 4) else (min(len(metrics), 3) or 1)
@@ -32,8 +34,8 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None) -> go.Fig
         fig.add_trace(
             go.Bar(
                 x=labels,
-                y=sub["trec"],
-                name="traditional (trec order)",
+                y=sub[traditional],
+                name=f"traditional ({traditional} order)",
                 marker_color=TRADITIONAL_COLOR,
                 legendgroup="trec",
                 showlegend=i == 0,
