@@ -73,3 +73,39 @@ def test_ranked_passages_moves_on_a_small_example():
     assert out["grade"].tolist() == [2, "", ""]
     assert out["passage"].tolist() == ["z", "x" * 140, "y"]
     assert isinstance(out, pd.DataFrame)
+
+
+def test_per_query_and_call_log_tables_show_a_strict_failure():
+    from core.rerank.candidates import CandidateSet, QueryCandidates
+
+    long_text = "owl " * 100
+    cands = CandidateSet(
+        (
+            QueryCandidates("q1", "red fox", ("d1", "d2"), ("a red fox", "blue sky"), (2.0, 1.0)),
+            QueryCandidates("q2", "owl", ("d3", "d1"), (long_text, "a red fox"), (2.0, 1.0)),
+            QueryCandidates("q3", "sky", ("d2", "d1"), ("blue sky", "a red fox"), (2.0, 1.0)),
+        ),
+        "tiny",
+        None,
+    )
+    result = rerank_candidates(cands, "rankgpt", make_provider("lexical"), concurrency=1, max_chars=50, strict=True)
+    assert list(result.errors) == ["q2"]
+    table = reports.per_query_table(result)
+    assert table["qid"].tolist() == ["q2", "q1", "q3"]  # the failed query first, then the candidates' order
+    assert table["status"].tolist() == ["failed", "ok", "ok"]
+    assert "400 characters" in table.loc[0, "error"] and table.loc[1, "error"] == ""
+    assert table["calls"].tolist() == [0, 1, 1]
+    assert list(table.columns) == [
+        "qid",
+        "status",
+        "operations",
+        "calls",
+        "fallbacks",
+        "truncated",
+        "latency ms",
+        "error",
+    ]
+    log = reports.call_log_table(result)
+    assert list(log.columns[:2]) == ["qid", "query status"] and len(log) == result.usage.calls == 2
+    assert set(log["query status"]) == {"ok"}
+    pd.testing.assert_frame_equal(log.drop(columns="query status"), result.log_frame())

@@ -1,6 +1,6 @@
-"""Tables of the Rerank page: the estimate before a run, the usage after it, metrics before
-and after, and one query's list before and after. (The strategy comparison is
-`core.rerank.compare.comparison_table`; the call log is `BatchResult.log_frame`.)"""
+"""Tables of the Rerank page: the estimate before a run, the usage after it, each query's
+outcome and the call log, metrics before and after, and one query's list before and after.
+(The strategy comparison is `core.rerank.compare.comparison_table`.)"""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pandas as pd
 
 from core.data import Qrels
 from core.metrics import Evaluation
-from core.rerank import Estimate, Usage
+from core.rerank import BatchResult, Estimate, Usage
 from core.rerank.candidates import CandidateSet, QueryCandidates
 
 #: tie policy -> the label of its rows in `metrics_table`
@@ -65,6 +65,28 @@ def usage_table(u: Usage) -> pd.DataFrame:
             }
         ]
     )
+
+
+def per_query_table(result: BatchResult) -> pd.DataFrame:
+    """One row per query of ``result`` (`BatchResult.per_query`): the failed queries first,
+    then the others, each group in the candidates' order. Columns qid, status (``ok`` |
+    ``failed``: left out of the run, so it scores 0), operations and calls (a failed query's:
+    those made before it failed, billed), fallbacks, truncated (passages), latency ms (2
+    decimals), error (the core's message, "" when ok)."""
+    frame = result.per_query()
+    failed_first = np.argsort(frame["status"].to_numpy() != "failed", kind="stable")
+    out = frame.iloc[failed_first].reset_index(drop=True)
+    out["latency_ms"] = out["latency_ms"].round(2)
+    return out.rename(columns={"latency_ms": "latency ms"})
+
+
+def call_log_table(result: BatchResult) -> pd.DataFrame:
+    """Every model call of ``result`` (`BatchResult.log_frame`: the successful queries' calls,
+    then the failed queries'), with ``query status`` (``ok`` | ``failed``) after ``qid``."""
+    log = result.log_frame()
+    failed = log["qid"].isin(list(result.errors)).to_numpy()
+    log.insert(1, "query status", np.where(failed, "failed", "ok"))
+    return log
 
 
 def metrics_table(evaluations: Mapping[str, Evaluation], metrics: Sequence[str]) -> pd.DataFrame:
