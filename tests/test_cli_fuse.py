@@ -68,7 +68,8 @@ def test_fuse_to_stdout_with_options(files, capsys):
     "extra,message",
     [
         (["--weights", "1,2"], "2 weights for 3 runs"),
-        (["--k", "0"], "k > 0"),
+        (["--k=-1"], "k >= 0"),
+        (["--k=nan"], "finite k >= 0"),
         (["--weights", "1,x,2"], None),
     ],
 )
@@ -108,3 +109,41 @@ def test_module_entry_point(files):
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines()[0].split()[2] == "A"
+
+
+def test_k_zero_and_tie_order_input(files, capsys):
+    """``--k 0`` is 1/rank; ``--tie-order input`` writes exact ties by first appearance and
+    ``--top-k`` cuts there (B, first seen in the first run, before D); the default keeps
+    trec_eval's docid-descending order."""
+    assert main(["fuse", "--k", "0", "--tie-order", "input", "--top-k", "3", *map(str, files)]) == 0
+    lines = [ln.split() for ln in capsys.readouterr().out.splitlines()]
+    assert [(ln[2], ln[3], float(ln[4])) for ln in lines] == [("A", "1", 2.5), ("F", "2", 1.0), ("B", "3", 0.5)]
+    assert main(["fuse", "--k", "0", "--top-k", "3", *map(str, files)]) == 0
+    assert [ln.split()[2] for ln in capsys.readouterr().out.splitlines()] == ["A", "F", "D"]
+    assert main(["fuse", "--k", "0", "--tie-order", "input", *map(str, files)]) == 0
+    assert [ln.split()[2] for ln in capsys.readouterr().out.splitlines()] == ["A", "F", "B", "D", "C", "E", "G"]
+
+
+def test_tie_order_is_checked(files, capsys):
+    with pytest.raises(SystemExit):
+        main(["fuse", "--tie-order", "score", *map(str, files)])
+
+
+def test_dedupe(files, tmp_path, capsys):
+    """A docid repeated within one input's query: refused with both lines named (and a hint)
+    unless ``--dedupe``, which keeps the best copy and reports the rows dropped per input."""
+    dup = tmp_path / "dup.trec"
+    dup.write_text("q Q0 A 1 3.0 dup\nq Q0 B 2 2.0 dup\nq Q0 A 3 1.5 dup\nq Q0 C 4 1.0 dup\n")
+    assert main(["fuse", str(dup), str(files[1])]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: dup.trec, lines 1 and 3: docid 'A' appears twice for query 'q'")
+    assert "--dedupe" in err and "\n" not in err
+    assert main(["fuse", "--dedupe", "--k", "0", "--tie-order", "input", str(dup), str(files[1])]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "dedupe: dup: dropped 1 duplicate row(s), kept each docid's best copy",
+        "dedupe: graph: dropped 0 duplicate row(s), kept each docid's best copy",
+    ]
+    fused = {ln.split()[2]: float(ln.split()[4]) for ln in captured.out.splitlines()}
+    assert fused["A"] == 2.0 and fused["C"] == pytest.approx(1 / 3)  # C moved up to 3rd in dup
+    assert [ln.split()[2] for ln in captured.out.splitlines()] == ["A", "B", "D", "C", "E"]

@@ -345,8 +345,11 @@ def test_duplicate_input_names_and_custom_name(classic):
         (dict(n_runs=0), "at least two runs"),
         (dict(method="nope"), "unknown fusion method"),
         (dict(norm="l2"), "unknown normalisation"),
-        (dict(k=0), "k > 0"),
-        (dict(k=-3), "k > 0"),
+        (dict(k=-1e-9), "k >= 0"),  # k = 0 is allowed (the LightRAG note's 1/rank)
+        (dict(k=-3), "k >= 0"),
+        (dict(k=float("nan")), "finite k >= 0"),
+        (dict(k=float("inf")), "finite k >= 0"),
+        (dict(tie_order="score"), "unknown tie order"),
         (dict(weights=[1.0]), "1 weights for 2 runs"),
         (dict(weights=[1.0, -1.0]), "non-negative"),
         (dict(depth=0), "depth must be a positive integer"),
@@ -387,7 +390,10 @@ def test_sweeps():
     with pytest.raises(FusionError):
         sweep_weight(runs + runs[:1], qrels, "ndcg@10")
     with pytest.raises(FusionError):
-        sweep_k(runs, qrels, "ndcg@10", ks=[0])
+        sweep_k(runs, qrels, "ndcg@10", ks=[-1])
+    zero = sweep_k(runs, qrels, "ndcg@10", ks=[0], policies=("trec",))
+    expect = evaluate([fuse(runs, "rrf", k=0)], qrels, ["ndcg@10"], ties="trec").aggregate.iloc[0, 0]
+    assert zero["value"].item() == pytest.approx(expect)
 
 
 def ragged_runs(
@@ -606,8 +612,9 @@ def test_params_validate_once_and_drive_every_entry_point(classic):
     np.testing.assert_array_equal(FusionParams().weight_vector(4), np.ones(4))
     with pytest.raises(FusionError, match="2 weights for 3 runs"):
         FusionParams(weights=[1, 1]).weight_vector(3)
-    with pytest.raises(FusionError, match="k > 0"):
-        FusionParams(k=0)
+    with pytest.raises(FusionError, match="k >= 0"):
+        FusionParams(k=-0.5)
+    assert FusionParams(k=0).k == 0  # ranks start at 1: 1 / (0 + r) is defined
     with pytest.raises(FusionError, match="flat list"):
         FusionParams(weights=[[1.0, 2.0]])
     assert FusionParams("isr", k=0).k == 0  # k is RRF's only
@@ -690,3 +697,138 @@ def test_read_runs_duplicates_modes(tmp_path):
         read_runs(bad, duplicates="keep-best")
     with pytest.raises(ValueError, match="unknown duplicates mode"):
         read_runs(path, duplicates="drop")
+
+
+# ---------------------------------------------------------------------------------------
+# k = 0, the order of exact ties (tie_order) and dedupe in the fusion API
+# ---------------------------------------------------------------------------------------
+def test_k_zero_is_plain_reciprocal_rank_and_exact(classic):
+    """Ranks start at 1, so k = 0 is ``w / r``: the term at rank 1 (``w``) still bounds every
+    term, the quantum is ``2**-49`` for ``w = 1`` and sums of equal multisets stay equal."""
+    scores = as_dict(fuse(classic, "rrf", k=0))["q"]
+    assert scores["A"] == 2.5 and scores["F"] == 1.0 and scores["B"] == scores["D"] == 0.5
+    assert scores["C"] == scores["E"] == scores["G"] == pytest.approx(1 / 3, rel=1e-14)
+    assert engine._quantum(1.0) == 2.0**-49
+    weighted = as_dict(fuse(classic, "rrf", k=0, weights=[0.5, 0.5, 0.5]))["q"]
+    assert weighted["A"] == 1.25
+    a = make_run("a", {"q": ["x", "y", "z"]})
+    b = make_run("b", {"q": ["y", "z", "x"]})
+    c = make_run("c", {"q": ["z", "x", "y"]})
+    tied = as_dict(fuse([a, b, c], "rrf", k=0))["q"]
+    assert tied["x"] == tied["y"] == tied["z"] == pytest.approx(1 + 1 / 2 + 1 / 3)
+
+
+def test_tie_order_input_is_first_appearance(classic):
+    """Ties go by first appearance: the smallest (input index, input rank); the rows are in
+    that order with a 1-based rank column, so ``given`` (and ``input``) keep it while the trec
+    order and every tie-aware policy see the same tied scores as before."""
+    from core.metrics import evaluate
+    from core.ties import ordered_frame
+
+    by_docid = fuse(classic, "rrf", k=60)
+    by_input = fuse(classic, "rrf", k=60, tie_order="input")
+    assert by_input.table["docid"].to_pylist() == ["A", "F", "B", "D", "C", "E", "G"]
+    assert by_input.table["rank"].to_pylist() == [1, 2, 3, 4, 5, 6, 7]
+    assert not by_docid.has_rank  # the default run is unchanged (no rank column)
+    assert as_dict(by_input) == as_dict(by_docid)  # bit-identical scores
+    assert ordered_frame(by_input, "given")["docid"].tolist() == ["A", "F", "B", "D", "C", "E", "G"]
+    assert ordered_frame(by_input, "input")["docid"].tolist() == ["A", "F", "B", "D", "C", "E", "G"]
+    assert ranked(by_input, "q") == ranked(by_docid, "q") == ["A", "F", "D", "B", "G", "E", "C"]  # trec
+    report = by_input.meta["fusion"]
+    assert report.tie_order == "input" and by_docid.meta["fusion"].tie_order == "docid"
+    qrels = Qrels.from_frame(pd.DataFrame({"qid": "q", "docid": ["B", "C"], "relevance": 1}))
+    for policy in ("trec", "expected", "optimistic", "pessimistic"):
+        a = evaluate([by_docid], qrels, ["ndcg@3", "p@3", "mrr"], ties=policy).aggregate
+        b = evaluate([by_input.renamed(by_docid.name)], qrels, ["ndcg@3", "p@3", "mrr"], ties=policy).aggregate
+        pd.testing.assert_frame_equal(a, b)
+    # top_k cuts where the order says: B (first seen in vector) beats D (first seen in graph)
+    assert fuse(classic, "rrf", top_k=3, tie_order="input").table["docid"].to_pylist() == ["A", "F", "B"]
+    assert ranked(fuse(classic, "rrf", top_k=3), "q") == ["A", "F", "D"]
+    assert fuse(classic, "rrf", top_k=3, tie_order="input").table["rank"].to_pylist() == [1, 2, 3]
+    assert len(fuse(classic, "rrf", top_k=100, tie_order="input")) == 7
+
+
+def test_first_appearance_is_input_order_before_rank():
+    """P and Q tie on the multiset {1st, 3rd}: P appears first (input a, rank 3) although Q
+    is ranked 1st somewhere (input b); S, X, Z tie at 2nd place of a, b, c. Inside one input
+    the rank decides: U (1st in a) before V (2nd in a), and the other way round when b comes
+    first."""
+    a = make_run("a", {"q": ["R", "S", "P"]})
+    b = make_run("b", {"q": ["Q", "X", "Y"]})
+    c = make_run("c", {"q": ["P", "Z", "Q"]})
+    fused = fuse([a, b, c], "rrf", k=0, tie_order="input")
+    scores = as_dict(fused)["q"]
+    assert scores["P"] == scores["Q"] == pytest.approx(4 / 3) and scores["R"] == 1.0
+    assert fused.table["docid"].to_pylist() == ["P", "Q", "R", "S", "X", "Z", "Y"]
+    u = make_run("u", {"q": ["U", "V"]})
+    v = make_run("v", {"q": ["V", "U"]})
+    assert fuse([u, v], "rrf", tie_order="input").table["docid"].to_pylist() == ["U", "V"]
+    assert fuse([v, u], "rrf", tie_order="input").table["docid"].to_pylist() == ["V", "U"]
+
+
+def first_appearance(runs: list[dict[str, dict[str, float]]], q: str, depth: int | None, order: str) -> dict:
+    """(input index, 1-based input rank) of each document's first appearance in query q."""
+    from tests.test_fusion_reference import trec_order
+
+    first: dict[str, tuple[int, int]] = {}
+    for i, run in enumerate(runs):
+        scored = run.get(q, {})
+        listed = (trec_order(scored) if order == "trec" else list(scored))[:depth]
+        for r, d in enumerate(listed, 1):
+            first.setdefault(d, (i, r))
+    return first
+
+
+def doc_lists(run: Run) -> dict[str, list[str]]:
+    """Each query's docids in row order."""
+    out: dict[str, list[str]] = {}
+    for q, d in zip(run.table["qid"].to_pylist(), run.table["docid"].to_pylist(), strict=True):
+        out.setdefault(q, []).append(d)
+    return out
+
+
+@pytest.mark.parametrize("method,norm", STREAMED_CASES)
+def test_tie_order_input_matches_the_literal_order_in_any_chunking(monkeypatch, method, norm):
+    """Every method: rows by score descending, ties by the literal first appearance, in any
+    chunking and through provenance; the scores are bit-identical to the default order's."""
+    runs = ragged_runs(40 + STREAMED_CASES.index((method, norm)), numeric=False)
+    literal = [in_file_order(r) for r in runs]
+    for depth, ties, weights in CONFIGS:
+        kwargs = dict(norm=norm, depth=depth, ties=ties, weights=weights, warn=False)
+        fused = fuse(runs, method, tie_order="input", **kwargs)
+        assert as_dict(fused) == as_dict(fuse(runs, method, **kwargs))
+        got = doc_lists(fused)
+        scores = as_dict(fused)
+        for q, docs in got.items():
+            first = first_appearance(literal, q, depth, ties)
+            assert docs == sorted(docs, key=lambda d, q=q, first=first: (-scores[q][d], first[d])), q
+            assert ranked_view(fused).query_start[-1] == len(fused)
+        assert fused.table["rank"].to_pylist() == [
+            i + 1 for docs in got.values() for i in range(len(docs))
+        ]  # queries in first-appearance order, one block each
+        cut = fuse(runs, method, tie_order="input", top_k=4, **kwargs)
+        assert doc_lists(cut) == {q: ds[:4] for q, ds in got.items()}
+        prov = provenance(runs, method, tie_order="input", **{k: v for k, v in kwargs.items() if k != "warn"})
+        prov_order = prov.drop_duplicates(["qid", "docid"]).sort_values(["qid", "fused_rank"], kind="stable")
+        assert {q: g["docid"].tolist() for q, g in prov_order.groupby("qid")} == got
+        monkeypatch.setattr(engine, "_CHUNK_ELEMENTS", 64)
+        chunked = fuse(runs, method, tie_order="input", **kwargs)
+        assert chunked.table.to_pylist() == fused.table.to_pylist()
+        monkeypatch.undo()
+
+
+def test_dedupe_keeps_the_best_copy_and_reports_it():
+    """``dedupe`` drops each input's worse copies before ranking (later ranks close up), and
+    the report counts the rows dropped per input, also those a keep-best reader dropped."""
+    dup = unvalidated([("q", "x", 9.0), ("q", "y", 8.0), ("q", "x", 7.0), ("q", "z", 6.0)], "dup")
+    other = make_run("other", {"q": ["z", "w"]})
+    fused = fuse([dup, other], "rrf", k=0, dedupe=True)
+    scores = as_dict(fused)["q"]
+    assert scores == {"x": 1.0, "y": 0.5, "z": pytest.approx(4 / 3), "w": 0.5}  # z moved up from 4th to 3rd
+    report = fused.meta["fusion"]
+    assert report.dedupe and report.duplicates_dropped == {"dup": 1, "other": 0}
+    assert fuse([dup.drop_duplicates(), other], "rrf", k=0).meta["fusion"].duplicates_dropped == {"dup": 1, "other": 0}
+    assert fuse([other, other], "rrf").meta["fusion"].duplicates_dropped == {"other": 0, "other (2)": 0}
+    prov = provenance([dup, other], "rrf", k=0, dedupe=True)
+    assert prov[prov.docid == "z"].set_index("input")["input_rank"].to_dict() == {"dup": 3, "other": 1}
+    assert FusionParams(dedupe=1).dedupe is True

@@ -1,4 +1,4 @@
-"""Every fusion method, normalisation, weight, depth and tie against a literal reference.
+"""Every fusion method, normalisation, weight, depth, tie, k = 0 and both tie orders against a literal reference.
 
 `reference_fuse` restates the formulas of `core.fusion`'s docstring one document at a time
 with Python dictionaries (no numpy, no fixed point), so it is independent of the vectorised
@@ -124,9 +124,10 @@ def fusion_inputs(draw):
     norm = draw(st.sampled_from((None, *NORMS)))
     weights = draw(st.lists(st.sampled_from([0.0, 0.25, 0.5, 1.0, 1.5, 2.0]), min_size=n_runs, max_size=n_runs))
     depth = draw(st.sampled_from([None, 1, 2, 4]))
-    k = draw(st.sampled_from([1.0, 10.0, 60.0]))
+    k = draw(st.sampled_from([0.0, 1.0, 10.0, 60.0]))
     shuffle = draw(st.booleans())
-    return runs, method, norm, weights, depth, k, shuffle
+    tie_order = draw(st.sampled_from(["docid", "input"]))
+    return runs, method, norm, weights, depth, k, shuffle, tie_order
 
 
 def to_run(name: str, run: dict[str, dict[str, float]], shuffle: bool) -> Run:
@@ -142,7 +143,7 @@ def to_run(name: str, run: dict[str, dict[str, float]], shuffle: bool) -> Run:
 @given(fusion_inputs())
 @hypothesis_settings(max_examples=300)
 def test_fuse_matches_the_literal_reference(case):
-    runs, method, norm, weights, depth, k, shuffle = case
+    runs, method, norm, weights, depth, k, shuffle, tie_order = case
     fused = fuse(
         [to_run(f"r{i}", r, shuffle) for i, r in enumerate(runs)],
         method,
@@ -151,6 +152,7 @@ def test_fuse_matches_the_literal_reference(case):
         norm=norm,
         depth=depth,
         warn=False,
+        tie_order=tie_order,
     )
     want, parts = reference_fuse(runs, method, k, weights, norm, depth)
     got: dict[str, dict[str, float]] = {}
@@ -167,3 +169,12 @@ def test_fuse_matches_the_literal_reference(case):
             for b in want[q]:
                 if parts[q][a] == parts[q][b]:
                     assert got[q][a] == got[q][b], (q, a, b, parts[q][a])
+    if tie_order == "input":  # rows by score, exact ties by first appearance (input, rank)
+        rows = list(zip(fused.table["qid"].to_pylist(), fused.table["docid"].to_pylist(), strict=True))
+        for q in want:
+            first: dict[str, tuple[int, int]] = {}
+            for i, run in enumerate(runs):
+                for r, d in enumerate(trec_order(run.get(q, {}))[:depth], 1):
+                    first.setdefault(d, (i, r))
+            docs = [d for qq, d in rows if qq == q]
+            assert docs == sorted(docs, key=lambda d, q=q, first=first: (-got[q][d], first[d])), q

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from core.cli import read_named_runs
-from core.fusion import INPUT_ORDERS, METHODS, NORMS, FusionError, FusionParams, fuse_with
-from core.io import write_trec_run
+from core.data import Run
+from core.errors import DataError
+from core.fusion import INPUT_ORDERS, METHODS, NORMS, TIE_ORDERS, FusionError, FusionParams, fuse_with
+from core.io import read_runs, write_trec_run
 
 
 def _weights(text: str) -> list[float]:
@@ -22,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "runs", nargs="+", metavar="RUN", help="run files (TREC, CSV/TSV, JSONL, Parquet); two or more runs"
     )
     parser.add_argument("--method", default="rrf", choices=METHODS, help="fusion method (default: rrf)")
-    parser.add_argument("--k", type=float, default=60.0, help="RRF constant k > 0 (default: 60)")
+    parser.add_argument(
+        "--k", type=float, default=60.0, help="RRF constant k >= 0 (ranks start at 1; 0 gives 1/rank; default: 60)"
+    )
     parser.add_argument("--weights", type=_weights, default=None, metavar="W1,W2,...", help="one weight per run")
     parser.add_argument(
         "--norm", default=None, choices=NORMS, help="score normalisation for comb*/wsum (default: none)"
@@ -35,12 +40,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=INPUT_ORDERS,
         help="order giving the input ranks: trec (score desc, docid desc) or given (default: trec)",
     )
+    parser.add_argument(
+        "--tie-order",
+        default="docid",
+        choices=TIE_ORDERS,
+        help="order of exactly tied fused documents, followed by --top-k and the output: docid (descending, "
+        "as trec_eval) or input (first appearance: input list order, then rank in that list; the LightRAG "
+        "note's order) (default: docid)",
+    )
+    parser.add_argument(
+        "--dedupe",
+        action="store_true",
+        help="a docid repeated within one input's query: keep its best-ranked copy (highest score, then first "
+        "line) and report the rows dropped per input on stderr, instead of refusing the file",
+    )
     parser.add_argument("--tag", default=None, help="run tag written in the TREC file (default: the method)")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="output TREC run (default: stdout)")
 
 
+def _read(paths: list[str], dedupe: bool) -> list[Run]:
+    """The runs of ``paths`` (`read_named_runs`; with ``dedupe``, read in keep-best mode and
+    named the same way). Without it a repeated docid stays an error naming both lines, which
+    then mentions ``--dedupe``."""
+    if not dedupe:
+        try:
+            return read_named_runs(paths)
+        except DataError as exc:
+            if exc.expected != "each docid at most once per query":
+                raise
+            raise DataError(
+                exc.message, file=exc.file, lines=exc.lines, expected=f"{exc.expected}; or pass --dedupe"
+            ) from None
+    runs: list[Run] = []
+    seen: set[str] = set()
+    for path in paths:
+        for r in read_runs(path, duplicates="keep-best"):
+            name = r.name if r.name not in seen else f"{r.name} ({Path(path).name})"
+            seen.add(name)
+            runs.append(r.renamed(name) if name != r.name else r)
+    return runs
+
+
 def run(args: argparse.Namespace) -> int:
-    runs = read_named_runs(args.runs)
+    runs = _read(args.runs, args.dedupe)
     if len(runs) < 2:
         raise FusionError(f"fusion needs at least two runs, got {len(runs)} in {', '.join(args.runs)}")
     params = FusionParams(
@@ -51,13 +93,20 @@ def run(args: argparse.Namespace) -> int:
         depth=args.depth,
         top_k=args.top_k,
         ties=args.ties,
+        tie_order=args.tie_order,
+        dedupe=args.dedupe,
     )
     fused = fuse_with(runs, params, warn=False)  # the report's notes are printed below
-    for note in fused.meta["fusion"].notes:
+    report = fused.meta["fusion"]
+    for note in report.notes:
         print(f"warning: {note}", file=sys.stderr)
+    if args.dedupe:
+        for name, dropped in report.duplicates_dropped.items():
+            print(f"dedupe: {name}: dropped {dropped} duplicate row(s), kept each docid's best copy", file=sys.stderr)
     tag = args.tag or args.method
+    order = "given" if args.tie_order == "input" else "trec"  # the fused run's rank column carries the order
     if args.output:
-        write_trec_run(fused, args.output, tag=tag)
+        write_trec_run(fused, args.output, tag=tag, ties=order)
     else:
-        sys.stdout.write(write_trec_run(fused, None, tag=tag) or "")
+        sys.stdout.write(write_trec_run(fused, None, tag=tag, ties=order) or "")
     return 0

@@ -48,12 +48,28 @@ Conventions (stated once, used everywhere):
   ``2**-50`` of an upper bound of the contributions), so documents with the same multiset of
   contributions get *exactly* the same fused score whatever the input order. Ties in the
   fused run are therefore real ties; evaluate them with a tie policy (`core.metrics`).
+- **RRF's k** is any finite ``k >= 0``: ranks start at 1, so ``k = 0`` is plain ``1 / r``
+  (the LightRAG note's worked example: ``1/1 + 1/1 + 1/2 = 2.5``); the fixed-point bound is
+  still the term at rank 1, ``w / (k + 1)``.
+- **Duplicated docids** within one input's query are refused by the readers (both lines
+  named) unless read with ``duplicates="keep-best"``; ``dedupe=True`` keeps each input's
+  best-ranked copy (highest score, then the first row: the note removes duplicates before
+  fusion, so later ranks close up), counted per input in ``FusionReport.duplicates_dropped``.
 - **Output order**: the fused run's rows are grouped by query and sorted by fused score,
-  descending (so ranking it needs no sort); the order inside a tie is unspecified.
+  descending (so ranking it needs no sort). Exactly tied documents follow ``tie_order``:
+  ``docid`` (default; the rows' order inside a tie is unspecified, the trec order and
+  ``top_k`` put docids descending) or ``input``: *first appearance*, as the LightRAG note's
+  dict insertion order and stable sort give it: a document's first appearance is the
+  smallest ``(input index, rank)`` among the inputs listing it (input list order, then its
+  1-based input rank under ``ties``, after ``depth``), and ties go by it, ascending. The
+  run then holds its rows in that order and a 1-based ``rank`` column, so the ``given`` (and
+  ``input``) order and the TREC writer under ``given`` keep it; scores stay tied, so the
+  tie-aware policies are unaffected.
 - **Queries**: the fused run covers the union of the inputs' queries; when the inputs' query
   sets differ a `DataWarning` is issued and the report (``run.meta["fusion"]``, a
   `FusionReport`) lists, per input, the queries it lacks.
-- ``top_k`` keeps the fused run's first ``top_k`` documents per query in trec order.
+- ``top_k`` keeps the fused run's first ``top_k`` documents per query in trec order
+  (``tie_order="input"``: in first-appearance order, where the note's ``[:top_k]`` cuts).
 """
 
 from __future__ import annotations
@@ -62,7 +78,7 @@ from core.fusion.engine import fuse, fuse_with
 from core.fusion.errors import FusionError
 from core.fusion.methods import METHOD_TABLE, METHODS, RANK_METHODS, SCORE_METHODS, FusionMethod
 from core.fusion.normalisation import NORMALISATIONS, NORMS, Normalisation, normalise
-from core.fusion.params import INPUT_ORDERS, FusionParams, FusionReport
+from core.fusion.params import INPUT_ORDERS, TIE_ORDERS, FusionParams, FusionReport
 from core.fusion.provenance import provenance, provenance_wide, provenance_with
 from core.fusion.sweeps import sweep_k, sweep_weight
 
@@ -74,6 +90,7 @@ __all__ = [
     "NORMS",
     "RANK_METHODS",
     "SCORE_METHODS",
+    "TIE_ORDERS",
     "FusionError",
     "FusionMethod",
     "FusionParams",

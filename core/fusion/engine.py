@@ -197,12 +197,14 @@ class _SlotDetail:
 @dataclass(frozen=True)
 class _Packed:
     """A chunk's packed (queries x width) matrix and its per-slot arrays: rank codes
-    (slot-coded rank methods), fixed-point or float terms (score methods), `_SlotDetail`."""
+    (slot-coded rank methods), fixed-point or float terms (score methods), `_SlotDetail`,
+    first-appearance codes (score methods under tie_order "input")."""
 
     matrix: np.ndarray
     slot_code: np.ndarray | None
     contrib: np.ndarray | None
     facts: _SlotDetail | None
+    appear: np.ndarray | None = None
 
 
 @dataclass(frozen=True)
@@ -240,14 +242,17 @@ class _Engine:
         self.need_values = self.quantum is not None or not spec.additive
         # Rank methods: a row's code is its input's table offset + its rank; per code, tables
         # give the input, the rank and (without an absent term) the fixed-point term.
+        # The same codes, increasing in (input, rank), give each fused document its first
+        # appearance for tie_order "input" (any method).
+        self.by_appearance = params.tie_order == "input"
         self.table: np.ndarray | None = None
         self.table_off = self.code_input = self.code_rank = np.zeros(0, np.int64)
-        if spec.rank_term is not None:
+        if spec.rank_term is not None or self.by_appearance:
             sizes = [p.max_rank + 1 for p in self.preps]
             self.table_off = np.concatenate(([0], np.cumsum(sizes)[:-1])).astype(np.int64)
             self.code_input = np.repeat(np.arange(len(sizes)), sizes)
             self.code_rank = np.arange(sum(sizes)) - np.repeat(self.table_off, sizes)
-            if spec.absent_term is None and self.quantum is not None:
+            if spec.rank_term is not None and spec.absent_term is None and self.quantum is not None:
                 self.table = np.concatenate(
                     [self._rank_table(float(w[i]), p.max_rank, self.quantum) for i, p in enumerate(self.preps)]
                 )
@@ -272,7 +277,9 @@ class _Engine:
 
     def _pack(self, qa: int, qb: int, wc: int, shift: np.uint64) -> _Packed:
         """The chunk's matrix: row ``q - qa`` holds query q's rows of every input, each as
-        ``doc key << shift | low`` (unused cells: the largest key), plus the per-slot arrays."""
+        ``doc key << shift | low`` (unused cells: the largest key), plus the per-slot arrays
+        (rank codes double as first-appearance codes; score methods under tie_order "input"
+        get their own)."""
         spec, coded = self.spec, self.coded
         nc = qb - qa
         size = nc * wc
@@ -286,7 +293,8 @@ class _Engine:
         if spec.rank_term is None and self.need_values:
             contrib = np.zeros(size, dtype=np.int64 if self.quantum is not None else np.float64)
         facts = _SlotDetail(size) if self.detail else None
-        needs_rank = spec.rank_term is not None or self.norm_uses_rank or self.detail
+        appear = np.zeros(size, dtype=np.int64) if self.by_appearance and spec.rank_term is None else None
+        needs_rank = spec.rank_term is not None or self.norm_uses_rank or self.detail or appear is not None
         for i, p in enumerate(self.preps):
             blocks = self.block_of[i][qa:qb]
             present = np.flatnonzero(blocks >= 0)
@@ -304,6 +312,9 @@ class _Engine:
                 if slot_code is not None:
                     assert rank is not None
                     place.put(slot_code, rank + self.table_off[i])
+                if appear is not None:
+                    assert rank is not None
+                    place.put(appear, rank + self.table_off[i])
                 if contrib is not None or facts is not None:
                     score = p.score[rows]
                     value = normalise(score, rank, lens, self.norm)
@@ -315,11 +326,12 @@ class _Engine:
                         assert rank is not None
                         facts.put(place, i, rank, score, value)
             place.pack(packed, keys, shift, low)
-        return _Packed(packed, slot_code, contrib, facts)
+        return _Packed(packed, slot_code, contrib, facts, appear)
 
     def chunk(self, qa: int, qb: int) -> _ChunkResult:
         """Fused (query code, doc key, score) rows of queries ``qa..qb-1``, each query's rows by
-        fused score, descending (and their members when ``detail``)."""
+        fused score, descending (under tie_order "input", ties by first appearance), and their
+        members when ``detail``."""
         nc = qb - qa
         widths = self.per_q[qa:qb]
         wc = int(widths.max())
@@ -347,7 +359,14 @@ class _Engine:
         per_row = np.diff(np.append(group_first, len(starts)))  # documents per query
         counts = np.diff(np.append(starts, n))  # inputs per document
         fused = self._reduce(qa, qb, low, chunk.contrib, widths, per_row, starts, counts)
-        order = _descending_within(fused, group_first, per_row)
+        if self.by_appearance:
+            # a group's members are sorted by their low bits: rank codes, or slots, whose first
+            # is the lowest input (its columns come first); either way its first member holds
+            # the smallest (input, rank) code
+            first = low[starts] if chunk.appear is None else chunk.appear[slot[starts]]
+            order = np.lexsort((first, -fused, np.repeat(np.arange(nc), per_row)))
+        else:
+            order = _descending_within(fused, group_first, per_row)
         gq = np.repeat(np.arange(qa, qb, dtype=np.int32), per_row)
         members = None if chunk.facts is None else _members(chunk.facts, slot, order, counts)
         return _ChunkResult(gq, doc[starts].view(np.int64)[order], fused[order], members)
@@ -523,10 +542,29 @@ def _top_k_rows(run: Run, top_k: int) -> np.ndarray | None:
     return None if keep.all() else keep
 
 
-def assemble(qid_values: np.ndarray, fused: Fused, name: str, meta: dict[str, object], top_k: int | None) -> Run:
+def _first_rows(change: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """0-based position of every row within its query and the query's row count (``change``
+    flags the first row of each query)."""
+    first = np.flatnonzero(change)
+    sizes = np.diff(np.append(first, len(change)))
+    return np.arange(len(change), dtype=np.int64) - np.repeat(first, sizes), sizes
+
+
+def assemble(
+    qid_values: np.ndarray,
+    fused: Fused,
+    name: str,
+    meta: dict[str, object],
+    top_k: int | None,
+    tie_order: str = "docid",
+) -> Run:
     """The fused `Run`: rows grouped by query and by score descending within each query, so
     it is built `presorted` with its query codes, scores and (integer docids) doc keys, and
-    ranking it needs no sort; ``top_k`` keeps each query's first ``top_k`` in trec order."""
+    ranking it needs no sort. ``tie_order`` ``docid``: ``top_k`` keeps each query's first
+    ``top_k`` in trec order (docid descending inside ties). ``input``: the rows are already in
+    the seed's order (ties by first appearance), which the run keeps as its ``rank`` column
+    (1-based; the ``given`` order and the TREC writer under ``given`` follow it, while tied
+    scores stay tied for the tie-aware policies), and ``top_k`` keeps its first ``top_k``."""
     gq = fused.gq
     change = np.ones(len(gq), dtype=bool)
     if len(gq) > 1:
@@ -537,10 +575,18 @@ def assemble(qid_values: np.ndarray, fused: Fused, name: str, meta: dict[str, ob
     else:
         local = (np.cumsum(change, dtype=np.int32) - 1).astype(np.int32, copy=False)
     qvals = np.asarray(qid_values[present], dtype=object)
-    table = pa.table({"qid": fused.qid, "docid": fused.docid, "score": pa.array(fused.score, pa.float64())})
+    columns = {"qid": fused.qid, "docid": fused.docid, "score": pa.array(fused.score, pa.float64())}
+    keep = None
+    if tie_order == "input":
+        pos, sizes = _first_rows(change)
+        columns["rank"] = pa.array(pos + 1, pa.int64())
+        if top_k is not None and bool((sizes > top_k).any()):
+            keep = pos < int(top_k)
+    table = pa.table(columns)
     keys = None if fused.doc_keys is None else (fused.doc_keys, True)
     run = Run.from_sorted(table, name, qid_codes=local, qid_values=qvals, scores=fused.score, doc_keys=keys, meta=meta)
-    keep = None if top_k is None else _top_k_rows(run, int(top_k))
+    if top_k is not None and tie_order != "input":
+        keep = _top_k_rows(run, int(top_k))
     if keep is None:
         return run
     return Run.from_sorted(
@@ -556,7 +602,7 @@ def assemble(qid_values: np.ndarray, fused: Fused, name: str, meta: dict[str, ob
 
 def fuse_inputs(inputs: Inputs, params: FusionParams, w: np.ndarray, name: str, meta: dict[str, object]) -> Run:
     """The fused run of prepared ``inputs`` (``w``: the weight vector of ``params``)."""
-    return assemble(inputs.qid_values, stream(inputs, params, w), name, meta, params.top_k)
+    return assemble(inputs.qid_values, stream(inputs, params, w), name, meta, params.top_k, params.tie_order)
 
 
 def fuse_with(runs: Sequence[Run], params: FusionParams, *, name: str | None = None, warn: bool = True) -> Run:
@@ -578,17 +624,23 @@ def fuse(
     ties: str = "trec",
     name: str | None = None,
     warn: bool = True,
+    tie_order: str = "docid",
+    dedupe: bool = False,
 ) -> Run:
     """Fuse ``runs`` with ``method`` (see `core.fusion` for every formula and convention).
 
     Returns a `Run` named ``name`` (default ``"rrf(a,b)"``) whose ``meta["fusion"]`` is a
-    `FusionReport`; its rows are grouped by query and sorted by fused score, descending.
-    Raises `FusionError` for fewer than two runs, a weight count that differs from the run
-    count, ``k <= 0`` (RRF), an unknown method or normalisation. Warns (`DataWarning`) when the
-    inputs' query sets differ, unless ``warn`` is False.
+    `FusionReport`; its rows are grouped by query and sorted by fused score, descending
+    (``tie_order="input"``: ties by first appearance, kept as the run's ``rank`` column).
+    ``dedupe`` keeps each input's best-ranked copy of a repeated docid (counted per input in
+    the report's ``duplicates_dropped``). Raises `FusionError` for fewer than two runs, a
+    weight count that differs from the run count, ``k < 0`` (RRF), an unknown method,
+    normalisation or order. Warns (`DataWarning`) when the inputs' query sets differ, unless
+    ``warn`` is False.
     """
     runs = check_runs(runs)
-    params = FusionParams(method, k, None if weights is None else tuple(weights), norm, depth, top_k, ties)
+    weight_tuple = None if weights is None else tuple(weights)
+    params = FusionParams(method, k, weight_tuple, norm, depth, top_k, ties, tie_order, dedupe)
     fused = _fuse(runs, params, name)
     if warn:
         _warn_incomplete(fused, stacklevel=3)
@@ -597,8 +649,8 @@ def fuse(
 
 def _fuse(runs: list[Run], params: FusionParams, name: str | None) -> Run:
     w = params.weight_vector(len(runs))
-    inputs = prepare_inputs(runs, params.depth, params.ties)
-    report = FusionReport.of(params, inputs.names, w, inputs.missing, len(inputs.qid_values))
+    inputs = prepare_inputs(runs, params.depth, params.ties, params.dedupe)
+    report = FusionReport.of(params, inputs.names, w, inputs.missing, len(inputs.qid_values), inputs.dropped)
     label = name or f"{params.method}({','.join(inputs.names)})"
     return fuse_inputs(inputs, params, w, label, {"fusion": report})
 

@@ -7,4 +7,4 @@ from core.errors import RankLensError
 
 
 class FusionError(RankLensError, ValueError):
-    """Invalid fusion request: too few runs, bad weights, k <= 0, unknown method or norm."""
+    """Invalid fusion request: too few runs, bad weights, k < 0, unknown method, norm or order."""

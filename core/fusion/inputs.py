@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from core.data import Run, hash_strings
+from core.data import DUPLICATES_DROPPED, Run, hash_strings
 from core.ties import docid_desc_offsets, docid_rank_in_group, given_positions, ranked
 
 
@@ -265,6 +265,7 @@ class Inputs:
     preps: list[Prepared]
     coder: DocCoder
     lengths: np.ndarray  # (inputs, queries): list length, 0 when the input lacks the query
+    dropped: list[int]  # duplicate rows dropped per input (`Run.meta` DUPLICATES_DROPPED)
 
     @property
     def missing(self) -> dict[str, list[str]]:
@@ -290,10 +291,12 @@ def _docids_of(run: Run, p: Prepared) -> Callable[[], pa.Array]:
     return lambda: run.docids if p.rows is None else run.docids.take(pa.array(p.rows))
 
 
-def prepare_inputs(runs: Sequence[Run], depth: int | None, ties: str) -> Inputs:
+def prepare_inputs(runs: Sequence[Run], depth: int | None, ties: str, dedupe: bool = False) -> Inputs:
     """Rank every input under ``ties`` (in parallel threads), cut it at ``depth`` and key its
-    docids in one space shared by all inputs."""
-    runs = list(runs)
+    docids in one space shared by all inputs. ``dedupe`` first keeps each input's best copy
+    of a repeated docid (`Run.drop_duplicates`), so the ranks after it close up, as when the
+    LightRAG note removes duplicates before fusion."""
+    runs = [r.drop_duplicates() for r in runs] if dedupe else list(runs)
     qid_values = pd.unique(np.concatenate([r.qid_values for r in runs]))
     qindex = pd.Index(qid_values)
     qmaps = [qindex.get_indexer(r.qid_values).astype(np.int64) for r in runs]
@@ -312,4 +315,5 @@ def prepare_inputs(runs: Sequence[Run], depth: int | None, ties: str) -> Inputs:
     lengths = np.zeros((len(runs), len(qid_values)), dtype=np.int64)
     for i, p in enumerate(preps):
         lengths[i, p.seg_q] = p.seg_len
-    return Inputs(unique_names(runs), np.asarray(qid_values, dtype=object), preps, coder, lengths)
+    dropped = [int(r.meta.get(DUPLICATES_DROPPED, 0)) for r in runs]
+    return Inputs(unique_names(runs), np.asarray(qid_values, dtype=object), preps, coder, lengths, dropped)

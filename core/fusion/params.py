@@ -20,6 +20,9 @@ from core.fusion.normalisation import NORMS
 
 #: orders giving the input ranks: ``trec`` (score desc, then docid desc) or ``given``
 INPUT_ORDERS: tuple[str, ...] = ("trec", "given")
+#: orders of exactly tied fused documents: ``docid`` (descending, as trec_eval) or ``input``
+#: (first appearance: input list order, then rank within the list, as the LightRAG note)
+TIE_ORDERS: tuple[str, ...] = ("docid", "input")
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,14 @@ class FusionParams:
     """One fusion request, validated at construction (`FusionError`).
 
     ``method`` (case and surrounding blanks ignored) names a `FusionMethod`; ``k`` is RRF's
-    constant (> 0; ignored by other methods); ``weights`` one non-negative weight per input
-    (None: all 1); ``norm`` a normalisation for score methods (ignored by rank methods);
-    ``depth`` keeps each input's top ``depth`` per query before anything else; ``top_k`` keeps
-    the fused run's top ``top_k`` per query; ``ties`` the order giving the input ranks.
+    constant (finite, >= 0: ranks are 1-based, so ``k = 0`` is plain ``1 / r``; ignored by
+    other methods); ``weights`` one non-negative weight per input (None: all 1); ``norm`` a
+    normalisation for score methods (ignored by rank methods); ``depth`` keeps each input's
+    top ``depth`` per query before anything else; ``top_k`` keeps the fused run's top
+    ``top_k`` per query; ``ties`` the order giving the input ranks; ``tie_order``
+    (`TIE_ORDERS`) the order of exactly tied fused documents, which ``top_k`` follows;
+    ``dedupe`` keeps each input's best-ranked copy of a docid repeated within a query
+    (`Run.drop_duplicates`) instead of fusing the input as it is.
     """
 
     method: str = "rrf"
@@ -40,6 +47,8 @@ class FusionParams:
     depth: int | None = None
     top_k: int | None = None
     ties: str = "trec"
+    tie_order: str = "docid"
+    dedupe: bool = False
 
     def __post_init__(self) -> None:
         method = str(self.method).lower().strip()
@@ -48,10 +57,13 @@ class FusionParams:
         object.__setattr__(self, "method", method)
         if self.norm is not None and self.norm not in NORMS:
             raise FusionError(f"unknown normalisation {self.norm!r}; expected one of {', '.join(NORMS)} (or none)")
-        if method == "rrf" and (self.k is None or not np.isfinite(self.k) or self.k <= 0):
-            raise FusionError(f"RRF needs k > 0, got {self.k!r}")
+        if method == "rrf" and (self.k is None or not np.isfinite(self.k) or self.k < 0):
+            raise FusionError(f"RRF needs a finite k >= 0 (ranks start at 1), got {self.k!r}")
         if self.ties not in INPUT_ORDERS:
             raise FusionError(f"unknown input order {self.ties!r}; expected one of {', '.join(INPUT_ORDERS)}")
+        if self.tie_order not in TIE_ORDERS:
+            raise FusionError(f"unknown tie order {self.tie_order!r}; expected one of {', '.join(TIE_ORDERS)}")
+        object.__setattr__(self, "dedupe", bool(self.dedupe))
         for label, value in (("depth", self.depth), ("top_k", self.top_k)):
             if value is not None and (int(value) != value or value < 1):
                 raise FusionError(f"{label} must be a positive integer, got {value!r}")
@@ -94,7 +106,9 @@ def check_runs(runs: Sequence[Run]) -> list[Run]:
 
 @dataclass
 class FusionReport:
-    """What `fuse` did: the parameters, the inputs and the queries each input lacks."""
+    """What `fuse` did: the parameters, the inputs, the queries each input lacks and, per
+    input, the duplicate rows dropped (``duplicates_dropped``: by the reader in keep-best
+    mode and by ``dedupe``; `Run.meta` ``duplicates_dropped``)."""
 
     method: str
     inputs: list[str]
@@ -107,13 +121,22 @@ class FusionReport:
     n_queries: int
     missing: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    tie_order: str = "docid"
+    dedupe: bool = False
+    duplicates_dropped: dict[str, int] = field(default_factory=dict)
 
     @classmethod
     def of(
-        cls, params: FusionParams, names: list[str], weights: np.ndarray, missing: dict[str, list[str]], n_queries: int
+        cls,
+        params: FusionParams,
+        names: list[str],
+        weights: np.ndarray,
+        missing: dict[str, list[str]],
+        n_queries: int,
+        dropped: Sequence[int] | None = None,
     ) -> FusionReport:
         """The report of ``params`` applied to inputs ``names`` (``missing``: the queries each
-        input lacks out of ``n_queries``)."""
+        input lacks out of ``n_queries``; ``dropped``: the duplicate rows dropped per input)."""
         notes = [
             f"{name} lacks {len(qs)} of {n_queries} queries (fused from the other inputs)"
             for name, qs in missing.items()
@@ -133,6 +156,9 @@ class FusionReport:
             n_queries=n_queries,
             missing=missing,
             notes=notes,
+            tie_order=params.tie_order,
+            dedupe=params.dedupe,
+            duplicates_dropped=dict(zip(names, [int(n) for n in dropped or [0] * len(names)], strict=True)),
         )
 
     @property

@@ -40,16 +40,20 @@ def provenance(
     top_k: int | None = None,
     ties: str = "trec",
     qids: Sequence[str] | None = None,
+    tie_order: str = "docid",
+    dedupe: bool = False,
 ) -> pd.DataFrame:
     """Where every fused document came from, in long form: one row per (fused document, input).
 
-    Columns: qid, docid, fused_rank (trec order, 1-based), fused_score, tie_group, tie_size,
+    Columns: qid, docid, fused_rank (1-based, in the fused order: trec order, or first
+    appearance inside ties under ``tie_order="input"``), fused_score, tie_group, tie_size,
     input, input_rank, input_score, input_value (normalised score; NaN when absent) and
     contribution (that input's share of the fused score; Borda gives absent documents points).
     ``qids`` restricts the computation to those queries (exact: fusion is per query).
     """
     runs = check_runs(runs)
-    params = FusionParams(method, k, None if weights is None else tuple(weights), norm, depth, top_k, ties)
+    weight_tuple = None if weights is None else tuple(weights)
+    params = FusionParams(method, k, weight_tuple, norm, depth, top_k, ties, tie_order, dedupe)
     return provenance_with(runs, params, qids)
 
 
@@ -59,12 +63,13 @@ def provenance_with(runs: Sequence[Run], params: FusionParams, qids: Sequence[st
     w = params.weight_vector(len(runs))
     if qids is not None:
         runs = [r.subset(list(qids)) for r in runs]
-    inputs = prepare_inputs(runs, params.depth, params.ties)
+    inputs = prepare_inputs(runs, params.depth, params.ties, params.dedupe)
     fused = stream(inputs, params, w, detail=True)
     members = fused.members
     assert members is not None  # asked for with detail=True
-    run = assemble(inputs.qid_values, fused, "fused", {}, params.top_k)
-    ranked = ordered_frame(run, "trec").rename(columns={"rank": "fused_rank", "score": "fused_score"})
+    run = assemble(inputs.qid_values, fused, "fused", {}, params.top_k, params.tie_order)
+    order = "given" if params.tie_order == "input" else "trec"  # the fused run's rank column
+    ranked = ordered_frame(run, order).rename(columns={"rank": "fused_rank", "score": "fused_score"})
     spec = params.spec
     n_groups, n_in = len(fused.score), len(inputs.names)
     n_cand = np.bincount(fused.gq, minlength=len(inputs.qid_values)).astype(float)  # documents per query

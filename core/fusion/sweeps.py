@@ -39,13 +39,17 @@ def sweep_k(
     depth: int | None = None,
     top_k: int | None = None,
     policies: Sequence[str] = ("trec", "expected"),
+    tie_order: str = "docid",
+    dedupe: bool = False,
 ) -> pd.DataFrame:
-    """RRF quality as ``k`` varies: columns k, policy, value (inputs prepared once)."""
+    """RRF quality as ``k`` (>= 0) varies: columns k, policy, value (inputs prepared once;
+    ``tie_order`` and ``dedupe`` as in `core.fusion.fuse`)."""
     runs = check_runs(runs)
-    base = FusionParams("rrf", 60, None if weights is None else tuple(weights), None, depth, top_k, "trec")
+    weight_tuple = None if weights is None else tuple(weights)
+    base = FusionParams("rrf", 60, weight_tuple, None, depth, top_k, "trec", tie_order, dedupe)
     w = base.weight_vector(len(runs))
     points = [replace(base, k=k) for k in ks]  # validates every k before any work
-    inputs = prepare_inputs(runs, depth, "trec")
+    inputs = prepare_inputs(runs, depth, "trec", dedupe)
     rows: list[dict[str, float | str]] = []
     for params in points:
         run = fuse_inputs(inputs, params, w, f"k={params.k:g}", {})
@@ -64,14 +68,17 @@ def sweep_weight(
     top_k: int | None = None,
     alphas: Sequence[float] = tuple(np.round(np.linspace(0, 1, 11), 2)),
     policies: Sequence[str] = ("trec", "expected"),
+    tie_order: str = "docid",
+    dedupe: bool = False,
 ) -> pd.DataFrame:
-    """Two runs with weights ``(alpha, 1 - alpha)``: columns alpha, policy, value."""
+    """Two runs with weights ``(alpha, 1 - alpha)``: columns alpha, policy, value
+    (``tie_order`` and ``dedupe`` as in `core.fusion.fuse`)."""
     runs = list(runs)
     if len(runs) != 2:
         raise FusionError(f"the weight sweep needs exactly two runs, got {len(runs)}")
     runs = check_runs(runs)
-    base = FusionParams(method, k, None, norm, depth, top_k, "trec")
-    inputs = prepare_inputs(runs, depth, "trec")
+    base = FusionParams(method, k, None, norm, depth, top_k, "trec", tie_order, dedupe)
+    inputs = prepare_inputs(runs, depth, "trec", dedupe)
     rows: list[dict[str, float | str]] = []
     for a in alphas:
         w = np.array([a, 1.0 - a])
