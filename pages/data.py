@@ -51,7 +51,9 @@ with up_other:
         "chunkmap",
         "upload_chunkmap",
         ["csv", "tsv", "jsonl"],
-        help="chunk_id,doc_id: collapse a chunk-level run to documents (each keeps its best-ranked chunk).",
+        help="chunk_id,doc_id: evaluate chunk-level runs against document qrels on the Metrics page "
+        "(cut-then-dedup, the hybrid-RAG report's, or dedup-then-cut), or collapse a run to documents here "
+        "(each keeps its best-ranked chunk).",
     )
 
 st.divider()
@@ -115,13 +117,28 @@ elif kind == "qrels":
     st.dataframe(obj.frame.head(200), hide_index=True, width="stretch", placeholder="—")
 elif kind == "answers":
     scored = cache.score_answers(obj)
-    for column, (label, value) in zip(st.columns(3), reports.answer_means(scored).items(), strict=True):
+    means = reports.answer_means(scored)
+    bands = reports.answer_mean_bands(means)
+    for column, (label, value) in zip(st.columns(3), means.items(), strict=True):
         column.metric(label, f"{value:.4f}")
+        if bands[label]:
+            column.caption(f"Band: **{bands[label]}**")
+    st.caption(
+        "Set F1 is the hybrid-RAG report's answer F1 (lower-case, punctuation removed, token sets); token F1 and "
+        "exact match are SQuAD's. Bands: the report's interpretation of answer F1."
+    )
     view = reports.answers_view(obj, scored)
     st.dataframe(view, hide_index=True, width="stretch", placeholder="—")
     ui.download_csv(view, f"{name}-answer-scores.csv", key="dl-answers")
 elif kind == "chunkmap":
-    st.metric("Chunks", f"{len(obj):,}")
+    a, b = st.columns(2)
+    a.metric("Chunks", f"{len(obj):,}")
+    b.metric("Documents", f"{obj['doc_id'].nunique():,}")
+    st.caption(
+        "Apply it on the Metrics page (Chunk map): runs are read as chunk rankings and scored against the "
+        "qrels' documents, cut-then-dedup (top-k chunks, each document once: the hybrid-RAG report's) or "
+        "dedup-then-cut."
+    )
     st.dataframe(obj.head(200), hide_index=True, width="stretch", placeholder="—")
 elif callable(to_frame := getattr(obj, "to_frame", None)):
     st.dataframe(to_frame().head(200), hide_index=True, width="stretch", placeholder="—")

@@ -12,6 +12,8 @@ from core.fusion import METHODS, NORMS, RANK_METHODS, FusionParams, provenance_w
 from core.io import write_trec_run
 from core.metrics import parse_metrics, policy_table
 from core.reports import fusion as reports
+from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption
+from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
 
 METRICS = ["ndcg@10", "mrr@10", "recall@20", "map", "hits@3", "precision@10"]
@@ -33,7 +35,8 @@ st.title("Fusion")
 st.caption(
     "Combine ranked lists from several retrievers. Fused lists are full of exact ties (two documents each "
     "ranked first by one list get the same RRF score), so every fused run is evaluated both traditionally "
-    "(trec_eval's order) and tie-aware (the exact mean over all orderings of tied documents)."
+    "(one fixed tie-break, trec_eval's order by default) and tie-aware (the exact mean over all orderings of tied "
+    "documents)."
 )
 
 ws = ui.workspace()
@@ -139,21 +142,31 @@ metric_names: list[str] = []
 if qrels is None:
     st.info("Select qrels in the sidebar to evaluate the inputs and the fused run.")
 else:
-    metric_names = st.multiselect(
+    e1, e2 = st.columns([3, 2])
+    metric_names = e1.multiselect(
         "Metrics", METRICS, default=["ndcg@10", "mrr@10", "recall@20"], key=state.FUSE_METRICS, bind="query-params"
+    )
+    trad = e2.selectbox(
+        "Traditional order",
+        TRADITIONAL_ORDERS,
+        format_func=ORDER_CHOICES.__getitem__,
+        key=state.TRAD_ORDER,
+        bind="query-params",
+        help=f"{ORDER_HELP} A fused run has no file: under the input order or the rank column its ties keep the "
+        "fusion engine's order (deterministic, but arbitrary); prefer trec_eval for it.",
     )
 if qrels is not None and metric_names:
     metrics = parse_metrics(metric_names)
     every = (*runs, fused)
-    table = policy_table(cache.policy_evaluations(every, qrels, metrics, ("trec", "expected")), metrics)
+    table = policy_table(cache.policy_evaluations(every, qrels, metrics, (trad, "expected")), metrics)
     shares = [cache.tie_statistics(r).share_queries_with_ties for r in every]
-    out = reports.evaluation_table(table, [r.name for r in every], [m.name for m in metrics], shares)
+    out = reports.evaluation_table(table, [r.name for r in every], [m.name for m in metrics], shares, trad)
     styled = out.style.format("{:.4f}").format("{:.0%}", subset=["queries with ties"])
     st.dataframe(styled, width="stretch", placeholder="—")
     ui.download_csv(out.reset_index(), "fusion_evaluation.csv", key="dl-fuse-eval")
     st.caption(
-        "Traditional: trec_eval's order (score desc, docid desc). Tie-aware: exact expectation over "
-        "all orderings of tied documents. Mean over the qrels' queries."
+        f"{order_caption(trad)} Tie-aware: exact expectation over all orderings of tied documents. "
+        "Mean over the qrels' queries."
     )
 
 # ---- per-query view ------------------------------------------------------------------------

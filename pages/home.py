@@ -6,8 +6,9 @@ import pandas as pd
 import streamlit as st
 
 from core.metrics import parse_metrics, policy_table
-from core.reports.metrics import mrr_range_table
-from pages.common import cache, ui
+from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, mrr_range_table, order_caption, policies_for
+from core.ties import TRADITIONAL_ORDERS
+from pages.common import cache, state, ui
 
 ws = ui.workspace()
 
@@ -25,7 +26,8 @@ with left:
         "LLM rerankers and graders often give several documents **the same score**. A traditional metric then "
         "depends on an arbitrary tie-break — trec_eval, for instance, orders tied documents by docid — so two "
         "evaluations of the same output can disagree. RankLens reports:\n"
-        "- **traditional** (trec_eval's order: score, then docid descending),\n"
+        "- **traditional**: one fixed tie-break — trec_eval's order (score, then docid descending) by default, "
+        "or the input order (the G-RAG notebook's) or the file's rank column,\n"
         "- **tie-aware** (*expected*): the exact mean over every ordering of the tied documents — G-RAG's "
         "MTRR and TMHits@K, and the same idea for nDCG, MAP, Precision and Recall, computed in closed form,\n"
         "- the **pessimistic / optimistic** range: relevant documents last / first inside every tie group."
@@ -33,10 +35,20 @@ with left:
     qrels = ui.active_qrels()
     runs = ui.active_runs()
     if qrels is not None and runs:
+        trad = st.selectbox(
+            "Traditional order",
+            TRADITIONAL_ORDERS,
+            format_func=ORDER_CHOICES.__getitem__,
+            key=state.TRAD_ORDER,
+            bind="query-params",
+            help=ORDER_HELP,
+        )
         mrr = parse_metrics(["mrr@10"])
-        table = mrr_range_table(policy_table(cache.policy_evaluations(runs, qrels, mrr), mrr))
+        evaluations = cache.policy_evaluations(runs, qrels, mrr, tuple(policies_for(trad)))
+        table = mrr_range_table(policy_table(evaluations, mrr), trad)
         st.caption(
-            f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere in the tie range."
+            f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere in the tie "
+            f"range. {order_caption(trad)}"
         )
         st.table(table.style.format("{:.4f}"))
 with right:

@@ -36,6 +36,8 @@ from core.rerank.provider import AsyncProvider
 from pages.common import cache, state, ui
 
 METRICS = ["ndcg@10", "mrr@10", "map", "recall@10"]
+#: failed queries named in a warning each (all of them are in the per-query table)
+SHOWN_ERRORS = 5
 LABELS = {
     "rankgpt": "RankGPT sliding window (listwise)",
     "prp": "PRP-Sliding-K (pairwise)",
@@ -54,14 +56,71 @@ st.caption(
 ws = ui.workspace()
 ws.ensure_demo("rerank")
 
+
+def _add_candidates_from_run(run_file: Any, corpus_file: Any, queries_file: Any, depth: int) -> None:
+    """Build candidates from uploaded (run or candidate TSV, corpus, queries) files and add
+    them to the workspace as a corpus (selected); the outcome is a message for
+    `ui.show_upload_messages`. The same files and depth are added once; on an error nothing
+    is added and what is loaded stays."""
+    data = (run_file.getvalue(), corpus_file.getvalue(), queries_file.getvalue())
+    digests = (cache.bytes_digest(data[0]), cache.bytes_digest(data[1]), cache.bytes_digest(data[2]))
+    filenames = (str(run_file.name), str(corpus_file.name), str(queries_file.name))
+    h = cache.bytes_digest("|".join((*digests, str(depth))).encode())
+    done = state.INGESTED.setdefault()
+    if ("corpus", h) in done:
+        known = [n for n in ws.names("corpus") if ws.entry("corpus", n).digest == h]
+        if known:
+            state.RR_CORPUS.set(known[-1])
+            ui.message("success", f"Already loaded as corpus **{ui.escape_markdown(known[-1])}**.")
+            return
+    try:
+        built = cache.candidates_from_run(filenames, digests, depth, data)
+    except RankLensError as exc:
+        ui.message("error", ui.escape_markdown(str(exc)))
+        return
+    except Exception as exc:  # noqa: BLE001 - a reader bug must not crash the page
+        ui.message("error", ui.escape_markdown(f"could not build candidates ({type(exc).__name__}: {exc})"))
+        return
+    name = ws.add("corpus", built.name, built, origin="upload", digest=h, note=f"top {depth} of {filenames[0]}")
+    done.add(("corpus", h))
+    state.RR_CORPUS.set(name)
+    ui.message("success", f"Loaded corpus **{ui.escape_markdown(name)}** ({ui.escape_markdown(ui.describe(built))}).")
+
+
 with st.expander("Upload candidates", expanded=False, icon=":material/upload:"):
-    ui.uploader(
-        "Candidates JSONL: one line per query, {qid, query, candidates: [{docid, text}]}",
-        "corpus",
-        "rr_upload",
-        ["jsonl", "json"],
-        multiple=False,
-    )
+    from_jsonl, from_run = st.tabs(["Candidates JSONL", "First-stage run + corpus + queries"])
+    with from_jsonl:
+        ui.uploader(
+            "Candidates JSONL: one line per query, {qid, query, candidates: [{docid, text}]}",
+            "corpus",
+            "rr_upload",
+            ["jsonl", "json"],
+            multiple=False,
+        )
+    with from_run:
+        u1, u2, u3 = st.columns(3)
+        run_file = u1.file_uploader(
+            "First-stage run",
+            key="rr_run_file",
+            help="A TREC run (qid Q0 docid rank score tag), CSV/TSV/JSONL/Parquet run, or ranksmith's / BEIR's "
+            "candidate TSV (header query_id document_id [rank] [score]: kept in its given order).",
+        )
+        corpus_file = u2.file_uploader(
+            "Corpus",
+            key="rr_corpus_file",
+            help="docid,text table (CSV, TSV, two headerless columns as MS MARCO's collection.tsv) or BEIR's "
+            "corpus.jsonl (_id, text).",
+        )
+        queries_file = u3.file_uploader(
+            "Queries",
+            key="rr_queries_file",
+            help="qid,query table (CSV, TSV, headerless) or BEIR's queries.jsonl (_id, text).",
+        )
+        v1, v2 = st.columns([1, 2], vertical_alignment="bottom")
+        depth = v1.number_input("Depth", 1, 10_000, 100, key="rr_depth", help="Candidates per query: the run's top N.")
+        missing = run_file is None or corpus_file is None or queries_file is None
+        if v2.button("Build candidates", key="rr_build", icon=":material/build:", disabled=missing) and not missing:
+            _add_candidates_from_run(run_file, corpus_file, queries_file, int(depth))
 ui.show_upload_messages()
 
 corpora = ws.names("corpus")
@@ -201,7 +260,12 @@ max_chars = o2.number_input(
     key="rr_maxchars",
     help="Longer passages are truncated (0 = never).",
 )
-strict = o3.toggle("Strict (refuse long passages)", key="rr_strict")
+strict = o3.toggle(
+    "Strict (ranksmith's contract)",
+    key="rr_strict",
+    help="A passage over the character limit, or an invalid model reply, fails its query (reported, scored 0) "
+    "instead of truncation, re-ask and fallback.",
+)
 shuffle = o4.toggle("Shuffle input (seed 13)", key="rr_shuffle", help="Position-bias study: shuffle candidates first.")
 
 # ---- estimate ---------------------------------------------------------------------------------------
@@ -261,10 +325,9 @@ if run_clicked:
                 prices=prices,
                 progress=progress,
             )
-            if r.run is None:
+            if r.run is None:  # kept: its per-query table and call log say why
                 failures.append(f"{s}: every query failed; the first error: {next(iter(r.errors.values()), '')}")
-            else:
-                results.append(r)
+            results.append(r)
         except RankLensError as exc:
             failures.append(f"{s}: {exc}")
         except Exception as exc:  # noqa: BLE001 - never a traceback on the page
@@ -278,16 +341,17 @@ if outcome is None:
     st.info("Press **Run reranking** to rerank the candidates.")
     st.stop()
 for text in outcome.failures:
-    ui.show_error(text)
+    ui.show_error(text, escape=True)  # quotes qids, docids and model replies
 if not outcome.results:
     st.stop()
 cands_run = outcome.cands
 q_for_metrics = ws.get("qrels", outcome.qrels) if outcome.qrels in ws.names("qrels") else None
 
 # ---- comparison ---------------------------------------------------------------------------------------
-if len(outcome.results) > 1 and q_for_metrics is not None:
+ran = [r for r in outcome.results if r.run is not None]
+if len(ran) > 1 and q_for_metrics is not None:
     st.subheader("Comparison")
-    table = comparison_table(cands_run, q_for_metrics, outcome.results)
+    table = comparison_table(cands_run, q_for_metrics, ran)
     config = {c: st.column_config.NumberColumn(format="%.4f") for c in METRICS}
     st.dataframe(table, hide_index=True, width="stretch", column_config=config, placeholder="—")
     ui.download_csv(table, "rerank_comparison.csv", key="rr_dl_cmp")
@@ -298,10 +362,38 @@ names = [r.strategy for r in outcome.results]
 chosen = st.selectbox("Result", names, key="rr_show") if len(names) > 1 else names[0]
 res = outcome.results[names.index(chosen)]
 for note in res.notes:
-    st.info(note)
-for qid, err in res.errors.items():
-    st.warning(f"Query {qid} failed: {err}")
-if res.run is None:  # never: a strategy whose every query failed is in outcome.failures
+    st.info(ui.escape_markdown(note))
+for qid, err in list(res.errors.items())[:SHOWN_ERRORS]:
+    st.warning(ui.escape_markdown(f"Query {qid} failed: {err}"))
+if len(res.errors) > SHOWN_ERRORS:
+    st.warning(f"… and {len(res.errors) - SHOWN_ERRORS:,} more failed queries: see **Per query** below.")
+
+
+def _usage_and_calls(res: BatchResult) -> None:
+    """The usage, each query's outcome and every call of ``res`` (also when every query failed)."""
+    st.subheader("Usage")
+    usage = reports.usage_table(res.usage)
+    st.dataframe(usage, hide_index=True, width="stretch", placeholder="—")
+    ui.download_csv(usage, "rerank_usage.csv", key="rr_dl_usage")
+    per_query = reports.per_query_table(res)
+    failed = len(res.errors)
+    with st.expander(
+        f"Per query ({len(per_query):,} queries, {failed:,} failed)", expanded=failed > 0, icon=":material/rule:"
+    ):
+        if failed:
+            st.caption("A failed query is left out of the reranked run: it scores 0, as in ranksmith.")
+        st.dataframe(per_query, hide_index=True, width="stretch", placeholder="—")
+        ui.download_csv(per_query, f"rerank_{res.strategy}_per_query.csv", key="rr_dl_per_query")
+    with st.expander(f"Per-call log ({res.usage.calls:,} calls)", icon=":material/list:"):
+        log = reports.call_log_table(res)
+        st.dataframe(log.head(5000), hide_index=True, width="stretch", placeholder="—")
+        ui.download_csv(log, "rerank_calls.csv", key="rr_dl_log")
+        if len(log):
+            st.plotly_chart(latency_histogram(log), width="stretch")
+
+
+if res.run is None:  # every query failed: no metrics, no lists; the accounting says why
+    _usage_and_calls(res)
     st.stop()
 reranked_run: Run = res.run
 
@@ -345,13 +437,4 @@ ui.download_text(
 )
 
 # ---- usage and calls ---------------------------------------------------------------------------------
-st.subheader("Usage")
-usage = reports.usage_table(res.usage)
-st.dataframe(usage, hide_index=True, width="stretch", placeholder="—")
-ui.download_csv(usage, "rerank_usage.csv", key="rr_dl_usage")
-with st.expander(f"Per-call log ({res.usage.calls:,} calls)", icon=":material/list:"):
-    log = res.log_frame()
-    st.dataframe(log.head(5000), hide_index=True, width="stretch", placeholder="—")
-    ui.download_csv(log, "rerank_calls.csv", key="rr_dl_log")
-    if len(log):
-        st.plotly_chart(latency_histogram(log), width="stretch")
+_usage_and_calls(res)

@@ -47,3 +47,20 @@ def test_answers_view_and_means():
     assert list(means) == list(reports.ANSWER_MEASURES)
     assert means["Exact match"] == scored["em"].mean() == 0.5
     assert np.isclose(means["Token F1 (SQuAD, bag of tokens)"], scored["f1"].mean())
+
+
+def test_answer_bands_beside_answer_f1():
+    """The hybrid-RAG report's bands (section 3.5) beside each answer F1, none beside EM."""
+    answers = pd.DataFrame(
+        {"qid": ["1", "2"], "prediction": ["Paris", "the cat"], "references": [["Paris"], ["a dog"]]}
+    )
+    scored = score_answers(answers)
+    view = reports.answers_view(answers, scored)
+    assert view["set_f1 band"].tolist() == ["Excellent", "Poor"] and "em band" not in view.columns
+    assert list(view.columns).index("set_f1 band") == list(view.columns).index("set_f1") + 1
+    bands = reports.answer_mean_bands(reports.answer_means(scored))
+    assert bands == {
+        "Exact match": None,
+        "Token F1 (SQuAD, bag of tokens)": "Moderate",
+        "Set F1 (token sets)": "Moderate",
+    }

@@ -40,3 +40,14 @@ def test_relevant_docids():
     assert reports.relevant_docids(qrels, "q1") == {"b", "c"}
     assert reports.relevant_docids(qrels, "q1", rel_level=2) == {"c"}
     assert reports.relevant_docids(qrels, "nope") == set()
+
+
+def test_evaluation_table_under_the_input_order():
+    items = load_demo("fusion")
+    runs = [obj for kind, _, obj in items if kind == "run"]
+    qrels = next(obj for kind, _, obj in items if kind == "qrels")
+    table = evaluate_policies(runs, qrels, ["mrr@10"], policies=("input", "expected"))
+    out = reports.evaluation_table(table, [r.name for r in runs], ["mrr@10"], [0.0] * len(runs), "input")
+    assert (
+        out["mrr@10 (trad.)"].tolist() == evaluate(runs, qrels, ["mrr@10"], ties="input").aggregate["mrr@10"].tolist()
+    )

@@ -10,6 +10,7 @@ from core.data import Qrels, Run
 from core.demo import load_demo
 from core.metrics import evaluate, evaluate_policies, parse_metrics, plain_metrics, policy_table, tie_gap_table
 from core.reports import metrics as reports
+from core.tiereport import tie_report
 from core.ties import query_frame, tie_statistics
 
 METRICS = parse_metrics(["mrr@10", "mtrr@10", "tmhits@2", "ndcg@10", "map", "precision@5", "rprec"])
@@ -160,3 +161,103 @@ def test_queries_by_gap(demo):
     ordered = reports.queries_by_gap(gaps)
     assert ordered.index.name == "qid" and set(ordered.index) == set(gaps["qid"])
     assert (np.diff(ordered["gap"].to_numpy()) <= 0).all()
+
+
+# ---- issue 10: the traditional order, bands, the G-RAG tie report ------------------------------
+def test_policies_for_and_order_caption():
+    assert reports.policies_for() == reports.POLICY_LABELS
+    assert list(reports.policies_for("input")) == ["input", "expected", "pessimistic", "optimistic"]
+    assert reports.policies_for("given")["given"] == "traditional"
+    assert (
+        reports.order_caption("input") == "Traditional values use the input order (score, then the file's row order)."
+    )
+    assert set(reports.ORDER_CHOICES) == {"trec", "input", "given"}
+    with pytest.raises(Exception, match="traditional order"):
+        reports.policies_for("expected")
+
+
+def test_summary_table_under_another_order_and_refused_policies():
+    table = pd.DataFrame(
+        {"run": ["A"], "metric": ["mrr"], "input": [1.0], "expected": [0.75], "optimistic": [1.0]}
+    )  # pessimistic refused
+    out = reports.summary_table(table, ["A"], ["mrr"], None, "input")
+    assert out.loc["A", "mrr (trad.)"] == "1.0000"
+    assert out.loc["A", "mrr tie-aware"] == f"0.7500 [{reports.REFUSED}, 1.000]"
+    refused = reports.summary_table(table.drop(columns="input"), ["A"], ["mrr"], None, "input")
+    assert refused.loc["A", "mrr (trad.)"] == reports.REFUSED
+
+
+def test_add_bands_beside_mrr_and_recall_at_10_only():
+    table = pd.DataFrame(
+        {
+            "run": ["A", "A", "A"],
+            "metric": ["mrr@10", "recall@10", "map"],
+            "trec": [0.95, 0.5, 0.3],
+            "expected": [0.85, 0.5, 0.3],
+            "pessimistic": [0.8, 0.5, 0.3],
+            "optimistic": [0.9, 0.5, 0.3],
+        }
+    )
+    names = ["mrr@10", "recall@10", "map"]
+    summary = reports.summary_table(table, ["A"], names)
+    out = reports.add_bands(summary, table, names)
+    assert list(out.columns) == [
+        "mrr@10 (trad.)",
+        "mrr@10 tie-aware",
+        "mrr@10 band",
+        "recall@10 (trad.)",
+        "recall@10 tie-aware",
+        "recall@10 band",
+        "map (trad.)",
+        "map tie-aware",
+    ]
+    assert out.loc["A", "mrr@10 band"] == "Good (trad.: Excellent)"  # tie-aware 0.85, traditional 0.95
+    assert out.loc["A", "recall@10 band"] == "Moderate"
+    no_expected = reports.add_bands(summary, table.drop(columns="expected"), names)
+    assert no_expected.loc["A", "mrr@10 band"] == "Excellent"  # the traditional band when tie-aware is refused
+    assert list(summary.columns)[:2] == ["mrr@10 (trad.)", "mrr@10 tie-aware"]  # the input is not changed
+
+
+def test_detail_mrr_range_and_query_report_under_the_input_order(demo):
+    runs, qrels = demo
+    table = evaluate_policies(runs, qrels, ["mrr@10"], traditional="input")
+    detail = reports.detail_table(table, "input")
+    assert np.array_equal(detail["traditional"], table["input"])
+    home = reports.mrr_range_table(table, "input")
+    assert home["traditional MRR@10"].tolist() == table["input"].tolist()
+    run = Run.from_frame(pd.DataFrame({"qid": ["a", "a"], "docid": ["d1", "d2"], "score": [1.0, 1.0]}), "r")
+    one = Qrels.from_dict({"a": {"d1": 1}})
+    report = reports.query_report(run, one, "a", parse_metrics(["mrr"]), traditional="input")
+    assert report.values.loc["traditional", "mrr"] == 1.0  # the file's first line, d1, first
+    assert report.ranked["docid"].tolist() == ["d1", "d2"]
+    assert reports.query_report(run, one, "a", parse_metrics(["mrr"])).values.loc["traditional", "mrr"] == 0.5
+
+
+def test_tie_report_tables(demo):
+    runs, qrels = demo
+    report = tie_report(runs, qrels, ["mrr@10", "hits@3"], traditional="input")
+    summary = reports.tie_report_summary(report)
+    assert len(summary) == 2 * len(runs)
+    assert summary["metric"].tolist()[:2] == ["MRR@10", "Hits@3"]
+    assert summary["tie-aware metric"].tolist()[:2] == ["MTRR@10", "TMHits@3"]
+    assert summary["traditional mean"].tolist() == report.summary["traditional_mean"].tolist()
+    assert summary["max |gap|"].tolist() == report.summary["gap_max"].tolist()
+    facts = reports.tie_report_runs(report)
+    assert facts["run"].tolist() == [r.name for r in runs]
+    for row, ties in zip(facts.itertuples(index=False), report.runs.values(), strict=True):
+        assert row[2] == ties.queries_with_ties and row[6] == ties.largest_tie
+    assert (facts["method"].str.startswith("exact (closed form)")).all()
+    queries = reports.tie_report_queries(report)
+    assert (queries["tie groups"] > 0).all()
+    assert len(queries) == int((report.queries["tie_groups"] > 0).sum())
+
+
+def test_tie_report_marks_where_the_notebook_would_have_sampled():
+    """One query with a tie of 8 documents: 8! = 40,320 orderings, above the notebook's 10,000."""
+    frame = pd.DataFrame({"qid": ["q"] * 8, "docid": [f"d{i}" for i in range(8)], "score": [1.0] * 8})
+    run = Run.from_frame(frame, "big")
+    report = tie_report(run, Qrels.from_dict({"q": {"d3": 1}}), ["mrr"])
+    facts = reports.tie_report_runs(report)
+    assert "the notebook would have sampled 1 queries" in facts.loc[0, "method"]
+    queries = reports.tie_report_queries(report)
+    assert queries.loc[0, "distinct orderings"] == "40,320"

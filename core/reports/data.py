@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from core.bands import band, with_bands
 from core.data import Qrels, Run
 from core.ties import ordered_frame
 
@@ -51,10 +52,17 @@ def relevant_count(qrels: Qrels, rel_level: int = 1) -> int:
 
 def answers_view(answers: pd.DataFrame, scored: pd.DataFrame) -> pd.DataFrame:
     """``answers`` (qid, prediction, references list, ...) with its references joined by
-    `` | `` and the per-question scores of `core.answers.score_answers` merged on qid."""
-    return answers.assign(references=answers["references"].map(" | ".join)).merge(scored, on="qid")
+    `` | `` and the per-question scores of `core.answers.score_answers` merged on qid, each
+    answer F1 (``f1``, ``set_f1``) followed by its hybrid-RAG band (`core.bands.with_bands`)."""
+    return with_bands(answers.assign(references=answers["references"].map(" | ".join)).merge(scored, on="qid"))
 
 
 def answer_means(scored: pd.DataFrame) -> dict[str, float]:
     """Mean of each `ANSWER_MEASURES` column over the questions, by label."""
     return {label: float(scored[column].mean()) for label, column in ANSWER_MEASURES.items()}
+
+
+def answer_mean_bands(means: dict[str, float]) -> dict[str, str | None]:
+    """The hybrid-RAG report's band (`core.bands.band`) of each `answer_means` value, by
+    label: answer F1s have one (Excellent .. Poor), exact match None."""
+    return {label: band(ANSWER_MEASURES[label], value) for label, value in means.items()}

@@ -12,15 +12,20 @@ from core.data import Qrels
 
 
 def evaluation_table(
-    table: pd.DataFrame, runs: Sequence[str], metrics: Sequence[str], tie_shares: Sequence[float]
+    table: pd.DataFrame,
+    runs: Sequence[str],
+    metrics: Sequence[str],
+    tie_shares: Sequence[float],
+    traditional: str = "trec",
 ) -> pd.DataFrame:
-    """Index ``run`` (``runs`` order); per metric ``<m> (trad.)`` (trec) and ``<m> tie-aware``
-    (expected) from ``table`` (`core.metrics.policy_table` with trec and expected), then
-    ``queries with ties``: each run's share of queries with a tie (``tie_shares``, in order)."""
-    wide = table.pivot(index="run", columns="metric", values=["trec", "expected"])
+    """Index ``run`` (``runs`` order); per metric ``<m> (trad.)`` (the ``traditional`` order,
+    `core.ties.TRADITIONAL_ORDERS`) and ``<m> tie-aware`` (expected) from ``table``
+    (`core.metrics.policy_table` with that order and expected), then ``queries with ties``:
+    each run's share of queries with a tie (``tie_shares``, in order)."""
+    wide = table.pivot(index="run", columns="metric", values=[traditional, "expected"])
     out = pd.DataFrame(index=list(runs))
     for m in metrics:
-        out[f"{m} (trad.)"] = wide[("trec", m)]
+        out[f"{m} (trad.)"] = wide[(traditional, m)]
         out[f"{m} tie-aware"] = wide[("expected", m)]
     out["queries with ties"] = list(tie_shares)
     out.index.name = "run"

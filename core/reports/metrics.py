@@ -1,9 +1,14 @@
 """Tables of the Metrics and Home pages, shaped from evaluations (`core.metrics`), tie
 statistics (`core.ties`) and significance tests (`core.stats`).
 
-Policies are labelled as the pages show them: ``trec`` is *traditional* (trec_eval's order),
-``expected`` is *tie-aware* (the exact mean over every ordering of tied documents), and
-``pessimistic`` / ``optimistic`` bound the range ties allow.
+Policies are labelled as the pages show them: the *traditional* value uses one deterministic
+order (`core.ties.TRADITIONAL_ORDERS`: ``trec``, trec_eval's, by default; ``input``, the G-RAG
+notebook's; ``given``, the file's rank column), ``expected`` is *tie-aware* (the exact mean
+over every ordering of tied documents), and ``pessimistic`` / ``optimistic`` bound the range
+ties allow. Every function taking ``traditional`` reads that order's column of a
+`core.metrics.policy_table`. The G-RAG tie report (`core.tiereport.TieReport`) is shaped by
+`tie_report_summary`, `tie_report_runs` and `tie_report_queries`; the hybrid-RAG report's
+bands (`core.bands`) by `add_bands`.
 """
 
 from __future__ import annotations
@@ -14,9 +19,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from core.bands import band, band_scale
 from core.data import Qrels, Run
-from core.metrics import Evaluation, Metric, evaluate
-from core.ties import TieStats, query_frame
+from core.metrics import Evaluation, Metric, check_traditional, evaluate
+from core.tiereport import METHOD_EXACT, TieReport, display_name
+from core.ties import NOTEBOOK_MAX_ORDERINGS, ORDER_LABELS, TieStats, format_orderings, query_frame
 
 #: policy -> its label on the pages, in the order the pages show them
 POLICY_LABELS: dict[str, str] = {
@@ -25,10 +32,33 @@ POLICY_LABELS: dict[str, str] = {
     "pessimistic": "pessimistic",
     "optimistic": "optimistic",
 }
+#: each traditional order as the pages' "Traditional order" choice shows it (short: a
+#: URL-bound choice is kept in the link as this text)
+ORDER_CHOICES: dict[str, str] = {"trec": "trec_eval", "input": "input order", "given": "rank column"}
+#: the help text of that choice
+ORDER_HELP = (
+    "How traditional (tie-unaware) values break ties. trec_eval: score, then docid descending. Input order: score, "
+    "ties in the file's row order (the G-RAG notebook's). Rank column: the file's rank column, ignoring scores."
+)
+#: a cell whose policy the core refused (`core.chunks`)
+REFUSED = "—"
 #: columns of the drill-down's ranked list
 RANKED_COLUMNS: list[str] = ["rank", "docid", "score", "relevance", "tie_group", "tie_size"]
 #: the tie-statistics shares, shown as percentages
 TIE_SHARES: tuple[str, ...] = ("queries with ties", "documents in ties", "retrieved relevant in ties")
+
+
+def policies_for(traditional: str = "trec") -> dict[str, str]:
+    """`POLICY_LABELS` with the ``traditional`` order (`core.ties.TRADITIONAL_ORDERS`) in place
+    of ``trec``: policy -> label, in the pages' order."""
+    check_traditional(traditional)
+    return {traditional if policy == "trec" else policy: label for policy, label in POLICY_LABELS.items()}
+
+
+def order_caption(traditional: str = "trec") -> str:
+    """``Traditional values use the <order>.``: the sentence naming the order in use
+    (`core.ties.ORDER_LABELS`)."""
+    return f"Traditional values use the {ORDER_LABELS[check_traditional(traditional)]}."
 
 
 def named(evaluation: Evaluation, metrics: Sequence[Metric]) -> Evaluation:
@@ -48,55 +78,95 @@ def significance_marker(p_value: float) -> str:
 
 
 def summary_table(
-    table: pd.DataFrame, runs: Sequence[str], metrics: Sequence[str], significance: pd.DataFrame
+    table: pd.DataFrame,
+    runs: Sequence[str],
+    metrics: Sequence[str],
+    significance: pd.DataFrame | None = None,
+    traditional: str = "trec",
 ) -> pd.DataFrame:
     """The Metrics summary: index ``run`` (in ``runs`` order); per metric a ``<m> (trad.)``
     cell (``0.1234``) and a ``<m> tie-aware`` cell ``expected [pessimistic, optimistic]`` with
     the `significance_marker` of the run's p-value against the baseline, if any.
 
-    ``table``: `core.metrics.policy_table` (run, metric, trec, expected, pessimistic,
-    optimistic); ``significance``: `core.stats.compare_runs` against the baseline."""
-    p_values = dict(
-        zip(
-            zip(significance["run_b"], significance["metric"], strict=True),
-            significance["p_value"],
-            strict=True,
+    ``table``: `core.metrics.policy_table` (run, metric, ``traditional``, expected,
+    pessimistic, optimistic); a policy missing from it (one the core refused) is shown as
+    `REFUSED`. ``significance``: `core.stats.compare_runs` against the baseline, or None."""
+    p_values: dict[tuple[str, str], float] = {}
+    if significance is not None:
+        p_values = dict(
+            zip(
+                zip(significance["run_b"], significance["metric"], strict=True),
+                significance["p_value"],
+                strict=True,
+            )
         )
-    )
 
     def mark(run: str, metric: str) -> str:
         marker = significance_marker(p_values[(run, metric)]) if (run, metric) in p_values else ""
         return f" {marker}" if marker else ""
 
+    def cells(rows: pd.DataFrame, policy: str, digits: int) -> list[str]:
+        if policy not in rows.columns:
+            return [REFUSED] * len(runs)
+        return [f"{rows.loc[r, policy]:.{digits}f}" for r in runs]
+
     summary = pd.DataFrame(index=pd.Index(list(runs), name="run"))
     for name in metrics:
         rows = table[table["metric"] == name].set_index("run")
-        summary[f"{name} (trad.)"] = [f"{rows.loc[r, 'trec']:.4f}" for r in runs]
+        summary[f"{name} (trad.)"] = cells(rows, traditional, 4)
+        expected, low, high = cells(rows, "expected", 4), cells(rows, "pessimistic", 3), cells(rows, "optimistic", 3)
         summary[f"{name} tie-aware"] = [
-            f"{rows.loc[r, 'expected']:.4f} [{rows.loc[r, 'pessimistic']:.3f}, {rows.loc[r, 'optimistic']:.3f}]"
-            + mark(r, name)
-            for r in runs
+            f"{e} [{lo}, {hi}]" + mark(r, name) for r, e, lo, hi in zip(runs, expected, low, high, strict=True)
         ]
     return summary
 
 
-def detail_table(table: pd.DataFrame) -> pd.DataFrame:
-    """`core.metrics.policy_table` with ``trec`` / ``expected`` named ``traditional`` /
-    ``tie-aware``, plus ``Δ (tie-aware − trad.)`` and ``tie range width`` (optimistic −
-    pessimistic)."""
-    detail = table.rename(columns={"trec": "traditional", "expected": "tie-aware"})
+def add_bands(
+    summary: pd.DataFrame, table: pd.DataFrame, metrics: Sequence[str], traditional: str = "trec"
+) -> pd.DataFrame:
+    """``summary`` (`summary_table`) with a ``<m> band`` column after ``<m> tie-aware`` for
+    every metric the hybrid-RAG report interprets (`core.bands.band_scale`: MRR, Recall@10):
+    the band of the tie-aware value, followed by ``(trad.: <band>)`` when the traditional
+    value's band differs; the traditional band alone when the tie-aware value was refused."""
+    out = summary.copy()
+    runs = list(summary.index)
+    for name in metrics:
+        if band_scale(name) is None:
+            continue
+        rows = table[table["metric"] == name].set_index("run")
+
+        def band_of(policy: str, run: str, metric: str = name, at: pd.DataFrame = rows) -> str | None:
+            return band(metric, float(at.loc[run, policy])) if policy in at.columns else None
+
+        labels = []
+        for run in runs:
+            tied, trad = band_of("expected", run), band_of(traditional, run)
+            if tied is None:
+                labels.append(trad or "")
+            else:
+                labels.append(tied if trad in (None, tied) else f"{tied} (trad.: {trad})")
+        out.insert(out.columns.get_loc(f"{name} tie-aware") + 1, f"{name} band", labels)
+    return out
+
+
+def detail_table(table: pd.DataFrame, traditional: str = "trec") -> pd.DataFrame:
+    """`core.metrics.policy_table` with ``traditional`` (the order's column) / ``expected``
+    named ``traditional`` / ``tie-aware``, plus ``Δ (tie-aware − trad.)`` and ``tie range
+    width`` (optimistic − pessimistic)."""
+    detail = table.rename(columns={traditional: "traditional", "expected": "tie-aware"})
     detail["Δ (tie-aware − trad.)"] = detail["tie-aware"] - detail["traditional"]
     detail["tie range width"] = detail["optimistic"] - detail["pessimistic"]
     return detail
 
 
-def mrr_range_table(table: pd.DataFrame) -> pd.DataFrame:
-    """Home's table from a `core.metrics.policy_table` of ``mrr@10``: index ``run``, columns
-    traditional MRR@10, MTRR@10 (tie-aware), worst case, best case."""
+def mrr_range_table(table: pd.DataFrame, traditional: str = "trec") -> pd.DataFrame:
+    """Home's table from a `core.metrics.policy_table` of ``mrr@10`` (with the ``traditional``
+    order's column): index ``run``, columns traditional MRR@10, MTRR@10 (tie-aware), worst
+    case, best case."""
     return (
         table.rename(
             columns={
-                "trec": "traditional MRR@10",
+                traditional: "traditional MRR@10",
                 "expected": "MTRR@10 (tie-aware)",
                 "pessimistic": "worst case",
                 "optimistic": "best case",
@@ -131,16 +201,19 @@ def queries_by_gap(gaps: pd.DataFrame) -> pd.DataFrame:
 
 @dataclass(frozen=True)
 class QueryReport:
-    """One query of one run: ``values`` (index: the `POLICY_LABELS`, columns: the metric
-    names) and ``ranked``, its list in trec order with the qrels grade (`RANKED_COLUMNS`;
-    ``relevance`` is ``<NA>`` for an unjudged document)."""
+    """One query of one run: ``values`` (index: the `POLICY_LABELS` labels, columns: the
+    metric names) and ``ranked``, its list in the traditional order with the qrels grade
+    (`RANKED_COLUMNS`; ``relevance`` is ``<NA>`` for an unjudged document)."""
 
     values: pd.DataFrame
     ranked: pd.DataFrame
 
 
-def query_report(run: Run, qrels: Qrels, qid: str, metrics: Sequence[Metric], rel_level: int = 1) -> QueryReport:
-    """The drill-down of query ``qid``: ``metrics`` under every policy and the ranked list.
+def query_report(
+    run: Run, qrels: Qrels, qid: str, metrics: Sequence[Metric], rel_level: int = 1, traditional: str = "trec"
+) -> QueryReport:
+    """The drill-down of query ``qid``: ``metrics`` under every policy (`policies_for`
+    ``(traditional)``) and the ranked list in the ``traditional`` order.
 
     Only that query is evaluated (``run.subset([qid])``; metrics are per query, so the values
     are those of the whole run's evaluation, bit for bit). A metric forcing a policy
@@ -148,14 +221,90 @@ def query_report(run: Run, qrels: Qrels, qid: str, metrics: Sequence[Metric], re
     one = run.subset([qid])
     names = [m.name for m in metrics]
     rows: dict[str, list[float]] = {}
-    for policy, label in POLICY_LABELS.items():
+    for policy, label in policies_for(traditional).items():
         ev = evaluate(one, qrels, metrics, ties=policy, rel_level=rel_level)
         where = np.flatnonzero(ev.qids == qid)
         columns = ev.values[run.name]
         rows[label] = [float(columns[n][where[0]]) if len(where) else np.nan for n in names]
     values = pd.DataFrame.from_dict(rows, orient="index", columns=names)
-    ranked = query_frame(one, qid, ties="trec")
+    ranked = query_frame(one, qid, ties=traditional)
     judged = qrels.frame
     grades = judged[judged["qid"] == qid].set_index("docid")["relevance"]
     ranked = ranked.assign(relevance=ranked["docid"].map(grades).astype("Int64"))
     return QueryReport(values, ranked[RANKED_COLUMNS])
+
+
+# ---- the G-RAG tie report (seed 000) -------------------------------------------------------
+def tie_report_summary(report: TieReport) -> pd.DataFrame:
+    """One row per (run, metric) of ``report``: the notebook's names (``MRR`` / ``MTRR``),
+    traditional and tie-aware mean and standard deviation, mean and max per-query
+    ``|traditional − tie-aware|`` and the run's share of queries with ties."""
+    s = report.summary
+    by_name = {m.name: m for m in report.metrics}
+    shares = {name: ties.share_queries_with_ties for name, ties in report.runs.items()}
+    return pd.DataFrame(
+        {
+            "run": s["run"],
+            "metric": [display_name(by_name[m]) for m in s["metric"]],
+            "traditional mean": s["traditional_mean"],
+            "traditional std": s["traditional_std"],
+            "tie-aware metric": [display_name(by_name[m], tie_aware=True) for m in s["metric"]],
+            "tie-aware mean": s["tie_aware_mean"],
+            "tie-aware std": s["tie_aware_std"],
+            "mean |gap|": s["gap_mean"],
+            "max |gap|": s["gap_max"],
+            "queries with ties": s["run"].map(shares),
+        }
+    )
+
+
+def tie_report_runs(report: TieReport) -> pd.DataFrame:
+    """One row per run: the notebook's tie statistics over the evaluation queries (tie groups
+    in all and per query, largest group, mean tie ratio, queries with ties, the most distinct
+    orderings of one query) and how the values were computed: `core.tiereport.METHOD_EXACT`,
+    naming the queries where the notebook would have sampled."""
+    groups = report.queries.groupby("run", sort=False)["tie_groups"].sum()
+    rows = []
+    for name, t in report.runs.items():
+        sampled = t.queries_notebook_sampled
+        method = METHOD_EXACT
+        if sampled:
+            method += f"; the notebook would have sampled {sampled:,} queries (more than {NOTEBOOK_MAX_ORDERINGS:,} orderings)"
+        rows.append(
+            {
+                "run": name,
+                "queries": t.queries,
+                "queries with ties": t.queries_with_ties,
+                "share with ties": t.share_queries_with_ties,
+                "tie groups": int(groups.get(name, 0)),
+                "tie groups per query": t.mean_tie_groups,
+                "largest tie group": t.largest_tie,
+                "mean tie ratio": t.mean_tie_ratio,
+                "most orderings of a query": t.largest_orderings,
+                "method": method,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def tie_report_queries(report: TieReport) -> pd.DataFrame:
+    """The queries with a tie, most orderings first: run, qid, documents, tie groups, largest
+    group, tie ratio, distinct orderings (`core.ties.format_orderings`: exact, or a power of
+    ten when huge) and the method (exact; marked where the notebook would have sampled)."""
+    q = report.queries[report.queries["tie_groups"] > 0].sort_values("log10_orderings", ascending=False, kind="stable")
+    exact = q["orderings"].astype("object").where(q["orderings"].notna(), None).tolist()
+    return pd.DataFrame(
+        {
+            "run": q["run"].to_numpy(),
+            "qid": q["qid"].to_numpy(),
+            "documents": q["docs"].to_numpy(),
+            "tie groups": q["tie_groups"].to_numpy(),
+            "largest group": q["max_group"].to_numpy(),
+            "tie ratio": q["tie_ratio"].to_numpy(),
+            "distinct orderings": [
+                format_orderings(lg, None if e is None else int(e))
+                for lg, e in zip(q["log10_orderings"].tolist(), exact, strict=True)
+            ],
+            "method": q["method"].to_numpy(),
+        }
+    )

@@ -29,7 +29,9 @@ from core import bt
 from core import metrics as core_metrics
 from core import ties as core_ties
 from core.answers import score_answers as _score_answers
+from core.chunks import evaluate_chunks
 from core.data import Qrels, Run, Votes, content_digest
+from core.errors import RankLensError
 from core.fusion import FusionParams, fuse_with, provenance_with
 from core.fusion import sweep_k as _sweep_k
 from core.fusion import sweep_weight as _sweep_weight
@@ -37,6 +39,7 @@ from core.metrics import Evaluation, Metric, plain_metrics
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
 from core.stats import compare_runs
+from core.tiereport import TieReport, tie_report_of
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -57,6 +60,14 @@ DATASETS: dict[Any, Callable[[Any], Any]] = {Run: fingerprint, Qrels: fingerprin
 def bytes_digest(data: bytes) -> str:
     """Digest of an upload's bytes (the key of `parse` and of the workspace's entries)."""
     return hashlib.sha256(data).hexdigest()[:20]
+
+
+def frame_digest(frame: pd.DataFrame) -> str:
+    """Digest of a DataFrame's content (columns, values, row order; not the index), for a
+    table without an upload digest (`core.workspace.Entry.digest` is None)."""
+    h = hashlib.sha256("\x1f".join(map(str, frame.columns)).encode("utf-8"))
+    h.update(pd.util.hash_pandas_object(frame, index=False).to_numpy().tobytes())
+    return h.hexdigest()[:20]
 
 
 # ---- uploads -----------------------------------------------------------------------------------
@@ -134,17 +145,61 @@ def tie_statistics(run: Run, qrels: Qrels | None = None, rel_level: int = 1) -> 
 
 
 @st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
-def tie_gap_table(runs: tuple[Run, ...], qrels: Qrels, metric: str, rel_level: int = 1) -> pd.DataFrame:
-    """`core.metrics.tie_gap_table`."""
-    return core_metrics.tie_gap_table(list(runs), qrels, metric, rel_level=rel_level)
+def tie_gap_table(
+    runs: tuple[Run, ...], qrels: Qrels, metric: str, rel_level: int = 1, traditional: str = "trec"
+) -> pd.DataFrame:
+    """`core.metrics.tie_gap_table` under the ``traditional`` order."""
+    return core_metrics.tie_gap_table(list(runs), qrels, metric, rel_level=rel_level, traditional=traditional)
 
 
 @st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
 def query_report(
-    run: Run, qrels: Qrels, qid: str, metrics: tuple[Metric, ...], rel_level: int = 1
+    run: Run, qrels: Qrels, qid: str, metrics: tuple[Metric, ...], rel_level: int = 1, traditional: str = "trec"
 ) -> metric_reports.QueryReport:
-    """`core.reports.metrics.query_report`: one query, every policy."""
-    return metric_reports.query_report(run, qrels, qid, list(metrics), rel_level)
+    """`core.reports.metrics.query_report`: one query, every policy, the ``traditional`` order."""
+    return metric_reports.query_report(run, qrels, qid, list(metrics), rel_level, traditional)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def tie_report(
+    runs: tuple[Run, ...], qrels: Qrels, metrics: tuple[Metric, ...], traditional: str = "trec", rel_level: int = 1
+) -> TieReport:
+    """The G-RAG tie report (`core.tiereport.tie_report_of`) from this module's cached
+    evaluations of `core.metrics.plain_metrics` ``(metrics)`` under ``traditional`` and
+    ``expected`` and each run's cached `tie_statistics` (population standard deviations)."""
+    evaluations = policy_evaluations(runs, qrels, metrics, (traditional, "expected"), rel_level)
+    stats = {run.name: tie_statistics(run) for run in runs}
+    return tie_report_of(evaluations[traditional], evaluations["expected"], stats)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A combination the core refused (its `RankLensError` message), kept by the cache like
+    a result so a refused evaluation is not recomputed on every rerun."""
+
+    message: str
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def chunk_evaluation(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    chunk_map_digest: str,
+    _chunk_map: pd.DataFrame,
+    metrics: tuple[Metric, ...],
+    ties: str,
+    rel_level: int,
+    collapse: str,
+) -> Evaluation | Refused:
+    """`core.chunks.evaluate_chunks` of chunk-level ``runs`` through ``_chunk_map`` (keyed by
+    ``chunk_map_digest``: `bytes_digest` of its upload or `frame_digest`) under one policy and
+    ``collapse``; `Refused` with the core's message when it refuses the combination."""
+    try:
+        return evaluate_chunks(
+            list(runs), qrels, _chunk_map, list(metrics), ties=ties, rel_level=rel_level, collapse=collapse
+        )
+    except RankLensError as exc:
+        return Refused(str(exc))
 
 
 # ---- Data page ---------------------------------------------------------------------------------

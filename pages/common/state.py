@@ -152,6 +152,8 @@ EXTRA_METRICS = "extra_metrics"
 REL_LEVEL = "rel"
 SIG_TEST = "test"
 METRICS_VIEW = "view"
+#: the traditional order (core.ties.TRADITIONAL_ORDERS) on Metrics, Home and Fusion
+TRAD_ORDER = "trad"
 FUSE_METHOD = "fuse_method"
 FUSE_K = "fuse_k"
 FUSE_NORM = "fuse_norm"
@@ -180,4 +182,5 @@ URL_KEYS: tuple[str, ...] = (
     LB_TIES,
     LB_MIN_VOTES,
     RR_STRATEGY,
+    TRAD_ORDER,
 )

@@ -4,6 +4,7 @@ Session-state keys come from `pages.common.state`."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -139,9 +140,22 @@ def show_upload_messages() -> None:
         (st.error if level == "error" else st.success)(text)
 
 
-def show_error(exc: BaseException | str) -> None:
-    """A user-facing error: one readable message, never a traceback."""
-    st.error(str(exc), icon=":material/error:")
+#: characters that Streamlit's Markdown would read as formatting inside a line (emphasis, code,
+#: links, HTML, tables, strike-through, LaTeX); the messages never start a line with # + - or 1.
+_MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]<>|~$])")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` with every Markdown special character backslash-escaped, so Streamlit shows
+    it literally (file names, docids and quotes in a core message stay as written)."""
+    return _MARKDOWN_SPECIALS.sub(r"\\\1", text)
+
+
+def show_error(exc: BaseException | str, escape: bool = False) -> None:
+    """A user-facing error: one readable message, never a traceback; ``escape``: shown
+    literally (`escape_markdown`), for messages quoting user data."""
+    text = str(exc)
+    st.error(escape_markdown(text) if escape else text, icon=":material/error:")
 
 
 class Secrets:

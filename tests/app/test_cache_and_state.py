@@ -38,6 +38,7 @@ def test_url_bound_widget_keys_keep_their_names():
         "lb_ties",
         "lb_min_votes",
         "rr_strategy",
+        "trad",
     )
     bound = set()
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import json
 
-from tests.app.conftest import open_page
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import APP, chart_titles, open_page
 
 RUN = (
     b"q100 Q0 d000-01 1 3.0 myrun\nq100 Q0 d000-02 2 3.0 myrun\nq100 Q0 d000-03 3 2.0 myrun\n"
@@ -143,3 +145,158 @@ def test_data_page_answers_and_chunk_collapse(app):
     assert not app.exception, [e.value for e in app.exception]
     assert any("Created" in s.value for s in app.success)
     assert len(app.session_state["workspace"].names("run")) == 5
+
+
+# ---- issue 10, seed 000: the traditional order, the tie report and its plots ------------------
+#: one query, a and b tied at 1.0; a (relevant) is the file's first line, b has rank 1:
+#: trec (docid descending) and the rank column put b first (RR 0.5), the input order a (RR 1)
+TIED_RUN = b"q1 Q0 a 2 1.0 tied\nq1 Q0 b 1 1.0 tied\n"
+TIED_QRELS = b"q1 0 a 1\n"
+
+
+def _upload(app, run: tuple[str, bytes], qrels: tuple[str, bytes], chunk_map: tuple[str, bytes] | None = None):
+    open_page(app, "data")
+    app.get("file_uploader")[0].set_value((run[0], run[1], "text/plain")).run()
+    app.get("file_uploader")[1].set_value((qrels[0], qrels[1], "text/plain")).run()
+    if chunk_map is not None:
+        app.get("file_uploader")[3].set_value((chunk_map[0], chunk_map[1], "text/csv")).run()
+    assert not app.exception, [e.value for e in app.exception]
+
+
+def test_traditional_order_choice_changes_traditional_values_and_is_in_the_url(app):
+    _upload(app, ("tied.trec", TIED_RUN), ("one.qrels", TIED_QRELS))
+    open_page(app, "metrics")
+    assert app.selectbox(key="trad").value == "trec"  # the default: trec_eval
+    summary = app.table[0].value
+    assert summary.loc["tied", "mrr@10 (trad.)"] == "0.5000"
+    assert summary.loc["tied", "mrr@10 tie-aware"].startswith("0.7500")
+    assert any("trec_eval order (score, then docid descending)" in c.value for c in app.caption)
+    for order, value in (("input", "1.0000"), ("given", "0.5000"), ("trec", "0.5000"), ("input", "1.0000")):
+        app.selectbox(key="trad").set_value(order).run()
+        assert not app.exception, [e.value for e in app.exception]
+        summary = app.table[0].value
+        assert summary.loc["tied", "mrr@10 (trad.)"] == value, order
+        assert summary.loc["tied", "mrr@10 tie-aware"].startswith("0.7500")  # tie-aware: unchanged
+        if order == "input":
+            assert app.query_params["trad"] == "input order"  # kept in the URL (AppTest records the first change)
+    captions = [c.value for c in app.caption]
+    assert any("input order (score, then the file's row order)" in c for c in captions)
+    # every view naming "traditional" uses the chosen order
+    app.session_state["view"] = "Traditional vs tie-aware"
+    app.run()
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    bars = {t["name"]: t["y"] for t in spec["data"]}
+    assert "traditional (input order)" in bars
+    app.session_state["view"] = "Per-query drill-down"
+    app.run()
+    assert not app.exception
+    values = app.dataframe[1].value
+    assert values.loc["traditional", "mrr@10"] == 1.0 and values.loc["tie-aware", "mrr@10"] == 0.75
+    assert app.dataframe[2].value["docid"].tolist() == ["a", "b"]  # the list in input order
+
+
+def test_traditional_order_read_from_the_url():
+    """A shared link ``?trad=rank+column`` opens with that order."""
+    at = AppTest.from_file(APP, default_timeout=60)
+    at.query_params["trad"] = "rank column"
+    at.run()
+    assert not at.exception and at.selectbox(key="trad").value == "given"
+    assert any("the file's rank column" in c.value for c in at.caption)
+
+
+def test_traditional_order_on_home(app):
+    _upload(app, ("tied.trec", TIED_RUN), ("one.qrels", TIED_QRELS))
+    app.switch_page("pages/home.py")
+    app.run()
+    assert app.table[0].value.loc["tied", "traditional MRR@10"] == 0.5
+    app.selectbox(key="trad").set_value("input").run()
+    assert not app.exception
+    assert app.table[0].value.loc["tied", "traditional MRR@10"] == 1.0
+    assert app.query_params["trad"] == "input order"
+    assert any("input order (score, then the file's row order)" in c.value for c in app.caption)
+
+
+def test_tie_report_and_gap_plots_render(app):
+    _upload(app, ("tied.trec", TIED_RUN), ("one.qrels", TIED_QRELS))
+    open_page(app, "metrics")
+    app.selectbox(key="trad").set_value("input").run()
+    app.session_state["view"] = "Tie report"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    report = app.dataframe[1].value  # after the detailed table
+    row = report[(report["run"] == "tied") & (report["metric"] == "MRR@10")].iloc[0]
+    assert row["tie-aware metric"] == "MTRR@10"
+    assert (row["traditional mean"], row["tie-aware mean"], row["max |gap|"]) == (1.0, 0.75, 0.25)
+    assert row["queries with ties"] == 1.0
+    facts = app.dataframe[2].value.set_index("run").loc["tied"]
+    assert (facts["tie groups"], facts["largest tie group"], facts["most orderings of a query"]) == (1, 2, "2")
+    assert facts["method"] == "exact (closed form)"
+    assert any("Use tied metrics for fair comparison" in w.value for w in app.warning)  # 100% of queries tied
+    assert any("input order" in c.value for c in app.caption)
+    app.session_state["view"] = "Where ties bite"
+    app.run()
+    titles = chart_titles(app)
+    assert any("vs the largest tie" in t and "input order" in t for t in titles)
+    assert any(t.startswith("Distribution of |MRR − expected MRR|") for t in titles)
+
+
+# ---- issue 10, seed 001: chunk maps on the Metrics page, bands ---------------------------------
+#: the hybrid-RAG report's example (section 2.3): ten chunks of url_A first, url_B's chunk 11th
+SEED_CHUNKS = "".join(f"q1 Q0 A-{i} {i} {30 - i}.0 rag\n" for i in range(1, 11)).encode() + b"q1 Q0 B-1 11 5.0 rag\n"
+SEED_MAP = b"chunk_id,doc_id\n" + "".join(f"A-{i},url_A\n" for i in range(1, 11)).encode() + b"B-1,url_B\n"
+SEED_QRELS = b"q1 0 url_A 1\nq1 0 url_B 1\n"
+
+
+def test_chunk_map_on_metrics_both_collapses_give_the_seed_example(app):
+    _upload(app, ("rag.trec", SEED_CHUNKS), ("urls.qrels", SEED_QRELS), ("chunks.csv", SEED_MAP))
+    metrics = {m.label: m.value for m in app.metric}
+    assert (metrics["Chunks"], metrics["Documents"]) == ("11", "2")  # the Data page shows the map
+    open_page(app, "metrics")
+    app.text_input(key="extra_metrics").set_value("recall@10").run()
+    assert len(app.table) == 1  # no chunk map chosen: the documents' summary only
+    assert app.selectbox(key="chunk_collapse").value == "cut-then-dedup"  # the seed's, the default
+    app.selectbox(key="chunk_map").set_value("chunks").run()
+    assert not app.exception and not app.error
+    chunked = app.table[1].value
+    assert chunked.loc["rag", "recall@10 (trad.)"] == "0.5000"  # the seed's Recall@10
+    assert chunked.loc["rag", "recall@10 tie-aware"].startswith("0.5000")
+    assert chunked.loc["rag", "recall@10 band"] == "Moderate"
+    assert chunked.loc["rag", "mrr@10 band"] == "Excellent"
+    app.selectbox(key="chunk_collapse").set_value("dedup-then-cut").run()
+    assert not app.exception and not app.error
+    chunked = app.table[1].value
+    assert chunked.loc["rag", "recall@10 (trad.)"] == "1.0000"  # RankLens's former reading
+    assert chunked.loc["rag", "recall@10 band"] == "Excellent"
+    # the documents' summary is unchanged by the map and carries bands too
+    assert "recall@10 band" in app.table[0].value.columns and "map band" not in app.table[0].value.columns
+
+
+def test_chunk_map_refused_combination_shows_the_core_message(app):
+    tie = b"q1 Q0 A-1 1 1.0 tie\nq1 Q0 A-2 2 1.0 tie\nq1 Q0 B-1 3 1.0 tie\n"
+    graded = b"q1 0 url_A 2\nq1 0 url_B 1\n"
+    _upload(app, ("tie.trec", tie), ("graded.qrels", graded), ("chunks.csv", SEED_MAP))
+    open_page(app, "metrics")
+    app.selectbox(key="chunk_map").set_value("chunks").run()
+    app.selectbox(key="chunk_collapse").set_value("dedup-then-cut").run()
+    assert not app.exception, [e.value for e in app.exception]
+    errors = [e.value for e in app.error]
+    assert len(errors) == 1 and "tie-aware (expected), dedup-then-cut" in errors[0]
+    assert "is not exact for run 'tie'" in errors[0] and r"'url\_A' grade 2" in errors[0]  # escaped
+    chunked = app.table[1].value  # the other policies still shown, the refused one marked
+    assert chunked.loc["tie", "mrr@10 tie-aware"].startswith("— [")
+    assert chunked.loc["tie", "mrr@10 (trad.)"] == "1.0000"
+    assert app.table[0].value.loc["tie", "mrr@10 (trad.)"]  # the rest of the page works
+
+
+def test_data_page_answers_show_set_f1_and_bands(app):
+    open_page(app, "data")
+    # the hybrid-RAG report's example (section 3.3) scores 0.923 under set F1
+    answers = b"qid,prediction,reference\n1,Paris,Paris\n2,the cat,a dog\n"
+    app.get("file_uploader")[2].set_value(("answers.csv", answers, "text/csv")).run()
+    assert not app.exception
+    view = app.dataframe[1].value
+    assert {"em", "f1", "set_f1", "f1 band", "set_f1 band"} <= set(view.columns)
+    assert view["set_f1 band"].tolist() == ["Excellent", "Poor"]
+    metrics = {m.label: m.value for m in app.metric}
+    assert metrics["Set F1 (token sets)"] == "0.5000"
+    assert any("Band: **Moderate**" in c.value for c in app.caption)

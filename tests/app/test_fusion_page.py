@@ -11,6 +11,8 @@ from pathlib import Path
 
 from streamlit.testing.v1 import AppTest
 
+from core.metrics import evaluate_policies
+
 PAGE = "pages/fusion.py"
 ROOT = Path(__file__).resolve().parents[2]
 QRELS = "Demo qrels (graded 0-3)"
@@ -77,3 +79,19 @@ def test_bad_weights_show_a_readable_error():
     assert not at.exception
     at.selectbox(key="fuse_method").set_value("borda").run()
     assert not at.exception, [e.value for e in at.exception]
+
+
+def test_traditional_order_choice_on_the_evaluation_table():
+    at = _open()
+    name = "rrf(dense (e5),sparse (bm25),graph (entities))"
+    trec = at.dataframe[0].value.loc[name]
+    assert any("trec_eval order" in c.value for c in at.caption)
+    at.selectbox(key="trad").set_value("input").run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = at.dataframe[0].value
+    assert any("input order (score, then the file's row order)" in c.value for c in at.caption)
+    assert table.loc[name, "ndcg@10 tie-aware"] == trec["ndcg@10 tie-aware"]  # tie-aware: unchanged
+    ws = at.session_state["workspace"]
+    qrels = ws.get("qrels", at.session_state["sel_qrels"])
+    inputs = evaluate_policies([ws.get("run", "dense (e5)")], qrels, ["ndcg@10"], policies=("input",))
+    assert table.loc["dense (e5)", "ndcg@10 (trad.)"] == inputs["input"].iloc[0]

@@ -126,3 +126,84 @@ def test_upload_candidates_good_and_bad(app):
     assert at.dataframe[0].value["queries"].tolist() == [2]
     at.get("file_uploader")[0].set_value(("bad.jsonl", b'{"qid": "x"\n', "application/json")).run()
     assert not at.exception and any("bad.jsonl" in e.value for e in at.error)
+
+
+# ranksmith's candidate TSV (seed 004's header), a docid,text corpus with one over-long passage, BEIR queries
+CANDIDATES_TSV = b"query_id\tdocument_id\trank\nq1\td1\t1\nq1\td2\t2\nq2\td3\t1\nq2\td1\t2\nq3\td2\t1\nq3\td1\t2\n"
+CORPUS_CSV = b"docid,text\nd1,a red fox\nd2,blue sky\nd3," + b"owl " * 100 + b"\n"
+QUERIES_JSONL = b'{"_id": "q1", "text": "red fox"}\n{"_id": "q2", "text": "owl"}\n{"_id": "q3", "text": "sky"}\n'
+
+
+def _build_from_run(at: AppTest, run: bytes = CANDIDATES_TSV, depth: int | None = None) -> AppTest:
+    at.file_uploader(key="rr_run_file").set_value(("cands.tsv", run, "text/tab-separated-values")).run()
+    at.file_uploader(key="rr_corpus_file").set_value(("corpus.csv", CORPUS_CSV, "text/csv")).run()
+    at.file_uploader(key="rr_queries_file").set_value(("queries.jsonl", QUERIES_JSONL, "application/json")).run()
+    if depth is not None:
+        at.number_input(key="rr_depth").set_value(depth).run()
+    at.button(key="rr_build").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def test_candidates_from_a_run_corpus_and_queries(app):
+    at = _open(app)
+    assert at.number_input(key="rr_depth").value == 100
+    assert at.button(key="rr_build").disabled  # until the three files are there
+    _build_from_run(at, depth=1)
+    assert not at.error, [e.value for e in at.error]
+    assert any("Loaded corpus **cands**" in s.value for s in at.success)
+    assert at.selectbox(key="rr_corpus").value == "cands"
+    assert at.selectbox(key="rr_corpus").options == ["Demo rerank corpus  ·  demo", "cands"]  # nothing lost
+    est = at.dataframe[0].value
+    assert est["queries"].tolist() == [3] and est["calls"].tolist() == [3]  # depth 1: one candidate each
+    # the same files and depth again: selected, not added twice
+    at.button(key="rr_build").click().run()
+    assert at.selectbox(key="rr_corpus").options.count("cands") == 1
+    assert any("Already loaded" in s.value for s in at.success)
+
+
+def test_candidates_from_a_run_error_is_shown_literally_and_keeps_what_is_loaded(app):
+    at = _open(app)
+    before = at.selectbox(key="rr_corpus").options
+    bad = b"query_id\tdocument_id\trank\nq1\td1\t1\nq1\td_*missing*_\t2\n"
+    _build_from_run(at, run=bad)
+    errors = [e.value for e in at.error]
+    assert any("corpus.csv" in e and r"d\_\*missing\*\_" in e for e in errors), errors  # escaped, not Markdown
+    assert at.selectbox(key="rr_corpus").options == before
+
+
+def test_strict_fails_a_query_with_an_over_long_passage_and_the_per_query_table_shows_it(app):
+    at = _open(app)
+    strict = at.toggle(key="rr_strict")
+    assert strict.label == "Strict (ranksmith's contract)" and "scored 0" in strict.help
+    _build_from_run(at)
+    at.number_input(key="rr_maxchars").set_value(50).run()
+    at.toggle(key="rr_strict").set_value(True).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("q2" in w.value and "400 characters" in w.value for w in at.warning)
+    assert any("1 of 3 queries failed" in i.value for i in at.info)
+    per_query = next(d.value for d in at.dataframe if "status" in d.value.columns)
+    assert per_query["qid"].tolist() == ["q2", "q1", "q3"]
+    assert per_query["status"].tolist() == ["failed", "ok", "ok"]
+    assert "over the budget of 50" in per_query.loc[0, "error"]
+    log = next(d.value for d in at.dataframe if "query status" in d.value.columns)
+    assert log["qid"].tolist() == ["q1", "q3"]  # q2 failed before its first call
+    assert at.selectbox(key="rr_query").options == ["q1: red fox", "q3: sky"]
+    usage = next(d.value for d in at.dataframe if "actual calls" in d.value.columns)
+    assert usage["failed"].tolist() == [1]
+    keys = {b.key for b in at.get("download_button")}
+    assert {"rr_dl_per_query", "rr_dl_log"} <= keys
+
+
+def test_strict_every_query_failed_still_shows_why(app):
+    at = _open(app)
+    _build_from_run(at)
+    at.number_input(key="rr_maxchars").set_value(5).run()  # every passage is over 5 characters
+    at.toggle(key="rr_strict").set_value(True).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("every query failed" in e.value for e in at.error)
+    per_query = next(d.value for d in at.dataframe if "status" in d.value.columns)
+    assert per_query["status"].tolist() == ["failed"] * 3
+    assert not at.table  # no metrics without a run
