@@ -38,6 +38,7 @@ from core.fusion import sweep_weight as _sweep_weight
 from core.metrics import Evaluation, Metric, plain_metrics
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
+from core.rerank.candidates import CandidateSet
 from core.stats import compare_runs
 from core.tiereport import TieReport, tie_report_of
 
@@ -95,6 +96,29 @@ def parse(kind: str, filename: str, digest: str, _data: bytes) -> list[tuple[str
     if kind == "votes":
         return [(stem, rio.read_votes(_data, filename=filename))]
     raise ValueError(f"no reader for {kind}")
+
+
+@st.cache_resource(max_entries=4, show_spinner=False)
+def candidates_from_run(
+    filenames: tuple[str, str, str], digests: tuple[str, str, str], depth: int, _data: tuple[bytes, bytes, bytes]
+) -> CandidateSet:
+    """`core.io.corpus.read_candidates_from_run` of uploaded (run or candidate TSV, corpus,
+    queries) files, cut at ``depth``: parsed once per (file names, `bytes_digest` of each
+    upload, depth); the set is immutable, so it is shared without copies. Raises the readers'
+    errors."""
+    from core.io.corpus import read_candidates_from_run
+
+    run, corpus, queries = _data
+    run_name, corpus_name, queries_name = filenames
+    return read_candidates_from_run(
+        run,
+        corpus,
+        queries,
+        depth=depth,
+        run_filename=run_name,
+        corpus_filename=corpus_name,
+        queries_filename=queries_name,
+    )
 
 
 # ---- evaluation --------------------------------------------------------------------------------
