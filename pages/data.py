@@ -30,6 +30,13 @@ with up_runs:
         help="TREC (qid Q0 docid rank score tag), CSV/TSV with a header qid,docid,score[,rank][,tag], JSONL or "
         "Parquet. A file with several tags becomes several runs.",
     )
+    st.toggle(
+        "Dedupe duplicated docids",
+        key=state.DEDUPE_RUNS.key,
+        help="A run repeating a docid within a query is refused (the error names both lines). On: keep each "
+        "query's best-ranked copy (highest score, then first row), as the LightRAG RRF note does, and count the "
+        "rows dropped (shown here and on the Fusion page). Applies to runs uploaded while it is on.",
+    )
 with up_qrels:
     ui.uploader(
         "Upload qrels",

@@ -8,7 +8,7 @@ import streamlit as st
 from core.charts.fusion import k_sweep_figure, log_grid, movement_figure, weight_sweep_figure
 from core.demo.fusion import RETRIEVERS
 from core.errors import RankLensError
-from core.fusion import METHODS, NORMS, RANK_METHODS, FusionParams, provenance_wide
+from core.fusion import METHODS, NORMS, RANK_METHODS, TIE_ORDERS, FusionParams, provenance_wide
 from core.io import write_trec_run
 from core.metrics import parse_metrics, policy_table
 from core.reports import fusion as reports
@@ -61,7 +61,15 @@ method = c1.selectbox(
 )
 k = float(
     c2.number_input(
-        "k (RRF)", 0.1, 10_000.0, 60.0, 10.0, key=state.FUSE_K, bind="query-params", disabled=method != "rrf"
+        "k (RRF)",
+        0.0,
+        10_000.0,
+        60.0,
+        10.0,
+        key=state.FUSE_K,
+        bind="query-params",
+        disabled=method != "rrf",
+        help="score = sum of w / (k + rank), ranks from 1; k = 0 is plain 1 / rank (the LightRAG note's example).",
     )
 )
 norm_choice = c3.selectbox(
@@ -87,6 +95,16 @@ depth = int(
 top_k = int(
     c5.number_input("Top k out (0 = all)", min_value=0, value=0, step=5, key=state.FUSE_TOP_K, bind="query-params")
 )
+tie_order = st.selectbox(
+    "Order of exactly tied fused documents",
+    TIE_ORDERS,
+    format_func=reports.TIE_ORDER_LABELS.__getitem__,
+    key=state.FUSE_TIE_ORDER,
+    bind="query-params",
+    help="Documents with exactly the same fused score: docid descending (trec_eval's order), or first appearance "
+    "(input list order, then rank within it: the LightRAG note's). Top k out cuts in this order; tie-aware "
+    "metrics do not depend on it.",
+)
 norm = None if norm_choice == "none" or method in RANK_METHODS else norm_choice
 
 if len(chosen) < 2:
@@ -101,7 +119,7 @@ with st.expander("Weights", expanded=False):
 
 runs = tuple(ws.get("run", n) for n in chosen)
 try:
-    params = FusionParams(method, k, weights, norm, depth or None, top_k or None)
+    params = FusionParams(method, k, weights, norm, depth or None, top_k or None, tie_order=tie_order)
     fused = cache.fuse(runs, params)
 except RankLensError as exc:
     ui.show_error(exc)
@@ -109,6 +127,14 @@ except RankLensError as exc:
 report = fused.meta["fusion"]
 for note in report.notes:
     st.warning(note, icon=":material/warning:")
+dropped = reports.duplicates_text(report.duplicates_dropped)
+if dropped:
+    st.info(
+        ui.escape_markdown(
+            f"Duplicated docids dropped (each query's best-ranked copy kept), rows per input: {dropped}"
+        ),
+        icon=":material/content_copy:",
+    )
 if not report.complete:
     with st.expander("Queries missing from some inputs"):
         missing = report.missing_frame()
@@ -200,7 +226,7 @@ if input_rows > SWEEP_AUTO_ROWS and not st.toggle(
     st.stop()
 sweep_metric = st.selectbox("Sweep metric", METRICS, key=state.FUSE_SWEEP_METRIC, bind="query-params")
 with st.spinner("Sweeping k…"):
-    ks = cache.sweep_k(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None)
+    ks = cache.sweep_k(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order)
 chosen_k = k if method == "rrf" else None
 st.plotly_chart(k_sweep_figure(ks, sweep_metric, chosen_k=chosen_k), width="stretch", key="fuse_k_sweep")
 ui.download_csv(ks, "fusion_k_sweep.csv", key="dl-fuse-ksweep")
@@ -208,7 +234,7 @@ if len(runs) != 2:
     st.caption("Pick exactly two runs to see the weight sweep.")
     st.stop()
 with st.spinner("Sweeping the weights…"):
-    wsweep = cache.sweep_weight(runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None)
+    wsweep = cache.sweep_weight(runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order)
 names = (chosen[0], chosen[1])
 st.plotly_chart(weight_sweep_figure(wsweep, sweep_metric, names), width="stretch", key="fuse_w_sweep")
 ui.download_csv(wsweep, "fusion_weight_sweep.csv", key="dl-fuse-wsweep")

@@ -51,3 +51,11 @@ def test_evaluation_table_under_the_input_order():
     assert (
         out["mrr@10 (trad.)"].tolist() == evaluate(runs, qrels, ["mrr@10"], ties="input").aggregate["mrr@10"].tolist()
     )
+
+
+def test_duplicates_text_and_tie_order_labels():
+    from core.fusion import TIE_ORDERS
+
+    assert reports.duplicates_text({"a": 0, "b": 0}) is None
+    assert reports.duplicates_text({"a": 2, "b": 0, "c": 1234}) == "a: 2, c: 1,234"
+    assert tuple(reports.TIE_ORDER_LABELS) == TIE_ORDERS

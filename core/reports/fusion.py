@@ -4,11 +4,24 @@ relevant documents. (The provenance tables are `core.fusion.provenance` /
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
 from core.data import Qrels
+
+#: `core.fusion.TIE_ORDERS` -> the label of the Fusion page's choice
+TIE_ORDER_LABELS: dict[str, str] = {
+    "docid": "docid descending (trec_eval)",
+    "input": "first appearance (the LightRAG note)",
+}
+
+
+def duplicates_text(dropped: Mapping[str, int]) -> str | None:
+    """``input: n`` for every input with duplicated rows dropped (`FusionReport.duplicates_dropped`:
+    by the reader in keep-best mode or by ``dedupe``), joined by ``, ``; None when none was."""
+    parts = [f"{name}: {n:,}" for name, n in dropped.items() if n]
+    return ", ".join(parts) if parts else None
 
 
 def evaluation_table(

@@ -73,13 +73,14 @@ def frame_digest(frame: pd.DataFrame) -> str:
 
 # ---- uploads -----------------------------------------------------------------------------------
 @st.cache_resource(max_entries=16, show_spinner=False)
-def parse(kind: str, filename: str, digest: str, _data: bytes) -> list[tuple[str, Any]]:
-    """The datasets in an upload, as (name, object), parsed once per (kind, name, bytes digest);
-    the objects are immutable, so they are shared without copies. Raises the readers' errors."""
+def parse(kind: str, filename: str, digest: str, _data: bytes, duplicates: str = "error") -> list[tuple[str, Any]]:
+    """The datasets in an upload, as (name, object), parsed once per (kind, name, bytes digest,
+    ``duplicates``: a run's repeated docids refused or ``keep-best``, `core.io.read_runs`); the
+    objects are immutable, so they are shared without copies. Raises the readers' errors."""
     from core import io as rio
 
     if kind == "run":
-        return [(r.name, r) for r in rio.read_runs(_data, filename=filename)]
+        return [(r.name, r) for r in rio.read_runs(_data, filename=filename, duplicates=duplicates)]
     if kind == "qrels":
         q = rio.read_qrels(_data, filename=filename)
         return [(q.name, q)]
@@ -268,9 +269,12 @@ def sweep_k(
     weights: tuple[float, ...],
     depth: int | None,
     top_k: int | None,
+    tie_order: str = "docid",
 ) -> pd.DataFrame:
     """`core.fusion.sweep_k`."""
-    return _sweep_k(list(runs), qrels, metric, ks=list(ks), weights=list(weights), depth=depth, top_k=top_k)
+    return _sweep_k(
+        list(runs), qrels, metric, ks=list(ks), weights=list(weights), depth=depth, top_k=top_k, tie_order=tie_order
+    )
 
 
 @st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
@@ -283,9 +287,12 @@ def sweep_weight(
     norm: str | None,
     depth: int | None,
     top_k: int | None,
+    tie_order: str = "docid",
 ) -> pd.DataFrame:
     """`core.fusion.sweep_weight`."""
-    return _sweep_weight(list(runs), qrels, metric, method=method, k=k, norm=norm, depth=depth, top_k=top_k)
+    return _sweep_weight(
+        list(runs), qrels, metric, method=method, k=k, norm=norm, depth=depth, top_k=top_k, tie_order=tie_order
+    )
 
 
 # ---- leaderboard -------------------------------------------------------------------------------

@@ -77,6 +77,11 @@ UPLOADER_VERSIONS: Slot[dict[str, int]] = Slot("_uploader_versions", dict)
 #: (level "error" | "success", Markdown text) shown once by the next page run
 UPLOAD_MESSAGES: Slot[list[tuple[str, str]]] = Slot("_upload_messages", list)
 
+#: Data page toggle read by `pages.common.ui.ingest`: a run file with a docid repeated within a
+#: query keeps each query's best-ranked copy (``read_runs(duplicates="keep-best")``) instead of
+#: being refused
+DEDUPE_RUNS: Slot[bool] = Slot("dedupe_runs", bool)
+
 # ---- Data page: the dataset inspector's widgets ----------------------------------------------
 INSPECT_KIND: Slot[str | None] = Slot("inspect_kind", _none)
 INSPECT_NAME: Slot[str | None] = Slot("inspect_name", _none)
@@ -159,6 +164,8 @@ FUSE_K = "fuse_k"
 FUSE_NORM = "fuse_norm"
 FUSE_DEPTH = "fuse_depth"
 FUSE_TOP_K = "fuse_topk"
+#: the order of exactly tied fused documents (core.fusion.TIE_ORDERS)
+FUSE_TIE_ORDER = "fuse_tie_order"
 FUSE_METRICS = "fuse_metrics"
 FUSE_SWEEP_METRIC = "fuse_sweep_metric"
 LB_CI = "lb_ci"
@@ -183,4 +190,5 @@ URL_KEYS: tuple[str, ...] = (
     LB_MIN_VOTES,
     RR_STRATEGY,
     TRAD_ORDER,
+    FUSE_TIE_ORDER,
 )

@@ -11,7 +11,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.data import Qrels, Run
+from core.data import DUPLICATES_DROPPED, Qrels, Run
 from core.errors import RankLensError
 from core.workspace import Workspace
 from core.workspace import describe as _describe
@@ -39,14 +39,17 @@ def message(level: str, text: str) -> None:
 
 def ingest(kind: str, filename: str, data: bytes) -> tuple[list[str], str | None]:
     """Parse ``data`` and add its datasets to the workspace. Returns (names added, error).
-    A file already loaded (same bytes) is not added twice; a bad file adds nothing."""
+    A file already loaded (same bytes) is not added twice; a bad file adds nothing. A run
+    repeating a docid within a query is refused, or keeps each query's best-ranked copy when
+    the Data page's `state.DEDUPE_RUNS` toggle is on."""
     ws = workspace()
     h = cache.bytes_digest(data)
     done = state.INGESTED.setdefault()
     if (kind, h) in done:
         return [], None
+    duplicates = "keep-best" if kind == "run" and state.DEDUPE_RUNS.get() else "error"
     try:
-        parsed = cache.parse(kind, filename, h, data)
+        parsed = cache.parse(kind, filename, h, data, duplicates)
     except RankLensError as exc:
         return [], str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader bug must not crash the page
@@ -80,7 +83,10 @@ def upload_callback(kind: str, base: str) -> None:
         elif names:
             ws = workspace()
             for n in names:
-                message("success", f"Loaded {kind} **{n}** ({describe(ws.get(kind, n))}).")
+                obj = ws.get(kind, n)
+                dropped = obj.meta.get(DUPLICATES_DROPPED, 0) if isinstance(obj, Run) else 0
+                extra = f"; {dropped:,} duplicated rows dropped, each query's best copy kept" if dropped else ""
+                message("success", f"Loaded {kind} **{n}** ({describe(obj)}{extra}).")
             state.INSPECT_KIND.set(kind)
             state.INSPECT_NAME.set(names[-1])
     if failed:

@@ -39,6 +39,7 @@ def test_url_bound_widget_keys_keep_their_names():
         "lb_min_votes",
         "rr_strategy",
         "trad",
+        "fuse_tie_order",
     )
     bound = set()
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from core.metrics import evaluate_policies
@@ -95,3 +96,82 @@ def test_traditional_order_choice_on_the_evaluation_table():
     qrels = ws.get("qrels", at.session_state["sel_qrels"])
     inputs = evaluate_policies([ws.get("run", "dense (e5)")], qrels, ["ndcg@10"], policies=("input",))
     assert table.loc["dense (e5)", "ndcg@10 (trad.)"] == inputs["input"].iloc[0]
+
+
+# ---- issue 10, seed 003 (the LightRAG RRF note) -------------------------------------------------
+FUSED = "rrf(dense (e5),sparse (bm25),graph (entities))"
+
+
+def _added_fused(at: AppTest):
+    at.button(key="fuse_add").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    ws = at.session_state["workspace"]
+    return ws, ws.get("run", ws.names("run")[-1])
+
+
+def test_rrf_k_zero_is_allowed_and_fuses_as_the_core():
+    from core.fusion import fuse
+
+    at = _open()
+    assert at.number_input(key="fuse_k").min == 0
+    at.number_input(key="fuse_k").set_value(0.0).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    ws, added = _added_fused(at)
+    inputs = [ws.get("run", n) for n in ("dense (e5)", "sparse (bm25)", "graph (entities)")]
+    expected = fuse(inputs, method="rrf", k=0)
+    pd.testing.assert_frame_equal(added.to_frame(), expected.to_frame())  # scores bit for bit: sum of 1 / rank
+
+
+def test_tie_order_choice_is_in_the_url_and_top_k_cuts_where_the_core_cuts():
+    from core.fusion import fuse
+
+    at = _open()
+    choice = at.selectbox(key="fuse_tie_order")
+    assert choice.value == "docid" and choice.options == [
+        "docid descending (trec_eval)",
+        "first appearance (the LightRAG note)",
+    ]
+    table = at.dataframe[0].value
+    at.selectbox(key="fuse_tie_order").set_value("input").run()
+    at.number_input(key="fuse_topk").set_value(3).run()
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    ws, added = _added_fused(at)
+    inputs = [ws.get("run", n) for n in ("dense (e5)", "sparse (bm25)", "graph (entities)")]
+    seed = fuse(inputs, method="rrf", k=60, top_k=3, tie_order="input")
+    docid = fuse(inputs, method="rrf", k=60, top_k=3)
+    pd.testing.assert_frame_equal(added.to_frame(), seed.to_frame())
+    assert not seed.to_frame().equals(docid.to_frame())  # the demo has ties at the cut: the order matters
+    assert table.loc[FUSED, "ndcg@10 tie-aware"] > 0
+
+
+DUP_RUN = b"q100 Q0 d1 1 0.9 dup\nq100 Q0 d1 2 0.8 dup\nq100 Q0 d2 3 0.7 dup\n"
+
+
+def test_duplicated_docids_deduped_at_upload_and_counted_on_the_fusion_page():
+    at = _open()
+    at.switch_page("pages/data.py")
+    at.run()
+    # without the option: refused with the clear error
+    at.file_uploader[0].set_value(("dup.trec", DUP_RUN, "text/plain")).run()
+    assert any("dup.trec, lines 1 and 2" in e.value for e in at.error)
+    assert "dup" not in at.session_state["workspace"].names("run")
+    at.toggle(key="dedupe_runs").set_value(True).run()
+    at.file_uploader[0].set_value(("dup.trec", DUP_RUN, "text/plain")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("1 duplicated rows dropped" in s.value for s in at.success), [s.value for s in at.success]
+    assert len(at.session_state["workspace"].get("run", "dup")) == 2
+    at.switch_page(PAGE)
+    at.run()
+    at.multiselect(key="fuse_runs").set_value(["dense (e5)", "dup"]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("rows per input: dup: 1" in i.value for i in at.info), [i.value for i in at.info]
+
+
+def test_tie_order_read_from_the_url():
+    """A shared link ``/fusion?fuse_tie_order=first+appearance+...`` opens with the seed's order."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page(PAGE)
+    at.query_params["fuse_tie_order"] = "first appearance (the LightRAG note)"
+    at.run()
+    assert not at.exception and at.selectbox(key="fuse_tie_order").value == "input"
