@@ -9,8 +9,11 @@ temporary directory. Each measurement runs in a fresh subprocess (so peak RSS is
 - ``ranx e2e``: `ranx.Run.from_file` on the five files + `ranx.fuse` (ranx's fuse timed too).
 
 Methods: RRF (k=60, no normalisation) and CombMNZ with min-max normalisation; ``--all-methods``
-adds RankLens-only rows for every other method.
-Usage: ``python bench/fusion.py [--queries 6980] [--depth 1000] [--skip-ranx] [--all-methods]``.
+adds RankLens-only rows for every other method. ``--tie-order input`` times RankLens with exact
+ties ordered by first appearance, ``--dedupe`` with the readers in keep-best mode and
+``dedupe=True`` (the LightRAG note's options; ranx has neither).
+Usage: ``python bench/fusion.py [--queries 6980] [--depth 1000] [--skip-ranx] [--all-methods]
+[--tie-order docid|input] [--dedupe]``.
 """
 
 from __future__ import annotations
@@ -80,7 +83,7 @@ def _peak_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def child(kind: str, method: str, norm: str | None, paths: list[str]) -> dict:
+def child(kind: str, method: str, norm: str | None, paths: list[str], options: dict) -> dict:
     if kind == "ranx":
         import ranx
 
@@ -101,16 +104,18 @@ def child(kind: str, method: str, norm: str | None, paths: list[str]) -> dict:
     from core.runtime import tune_process
 
     tune_process()  # as the CLI and the app do: jemalloc for Arrow, glibc keeps freed blocks
+    dedupe = bool(options.get("dedupe"))
     t0 = time.perf_counter()
-    runs = [read_runs(p)[0] for p in paths]
+    runs = [read_runs(p, duplicates="keep-best" if dedupe else "error")[0] for p in paths]
     t1 = time.perf_counter()
-    fused = fuse(runs, method, norm=norm)
+    fused = fuse(runs, method, norm=norm, tie_order=options.get("tie_order", "docid"), dedupe=dedupe)
     t2 = time.perf_counter()
     return {"load": t1 - t0, "fuse": t2 - t1, "total": t2 - t0, "rows": len(fused), "peak_mb": _peak_mb()}
 
 
-def measure(kind: str, method: str, norm: str | None, paths: list[Path]) -> dict:
-    cmd = [sys.executable, __file__, "--child", json.dumps([kind, method, norm, [str(p) for p in paths]])]
+def measure(kind: str, method: str, norm: str | None, paths: list[Path], options: dict | None = None) -> dict:
+    payload = [kind, method, norm, [str(p) for p in paths], options or {}]
+    cmd = [sys.executable, __file__, "--child", json.dumps(payload)]
     out = subprocess.run(
         cmd, capture_output=True, text=True, check=True, cwd=ROOT, env={**os.environ, "PYTHONWARNINGS": "ignore"}
     )
@@ -123,12 +128,15 @@ def main() -> None:
     parser.add_argument("--depth", type=int, default=1000)
     parser.add_argument("--skip-ranx", action="store_true")
     parser.add_argument("--all-methods", action="store_true", help="also time every other method (RankLens only)")
+    parser.add_argument("--tie-order", default="docid", choices=("docid", "input"), help="RankLens' tie order")
+    parser.add_argument("--dedupe", action="store_true", help="RankLens reads keep-best and fuses with dedupe")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        kind, method, norm, paths = json.loads(args.child)
-        print(json.dumps(child(kind, method, norm, paths)))
+        kind, method, norm, paths, options = json.loads(args.child)
+        print(json.dumps(child(kind, method, norm, paths, options)))
         return
+    options = {"tie_order": args.tie_order, "dedupe": args.dedupe}
     with tempfile.TemporaryDirectory(prefix="ranklens-fusion-bench-") as tmp:
         t = time.perf_counter()
         paths = generate(Path(tmp), args.queries, args.depth)
@@ -145,7 +153,7 @@ def main() -> None:
         print("-" * len(header))
         cases = list(CASES) + ([(m, n, None, None) for m, n in OTHER_CASES] if args.all_methods else [])
         for ours_method, ours_norm, ranx_method, ranx_norm in cases:
-            ours = measure("ours", ours_method, ours_norm, paths)
+            ours = measure("ours", ours_method, ours_norm, paths, options)
             theirs = None if args.skip_ranx or ranx_method is None else measure("ranx", ranx_method, ranx_norm, paths)
             label = ours_method + (f"+{ours_norm}" if ours_norm else "")
             if theirs:

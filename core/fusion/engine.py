@@ -359,14 +359,13 @@ class _Engine:
         per_row = np.diff(np.append(group_first, len(starts)))  # documents per query
         counts = np.diff(np.append(starts, n))  # inputs per document
         fused = self._reduce(qa, qb, low, chunk.contrib, widths, per_row, starts, counts)
+        order = _descending_within(fused, group_first, per_row)
         if self.by_appearance:
             # a group's members are sorted by their low bits: rank codes, or slots, whose first
             # is the lowest input (its columns come first); either way its first member holds
             # the smallest (input, rank) code
             first = low[starts] if chunk.appear is None else chunk.appear[slot[starts]]
-            order = np.lexsort((first, -fused, np.repeat(np.arange(nc), per_row)))
-        else:
-            order = _descending_within(fused, group_first, per_row)
+            _ties_ascending_by(order, fused, first, per_row)
         gq = np.repeat(np.arange(qa, qb, dtype=np.int32), per_row)
         members = None if chunk.facts is None else _members(chunk.facts, slot, order, counts)
         return _ChunkResult(gq, doc[starts].view(np.int64)[order], fused[order], members)
@@ -456,6 +455,30 @@ def _descending_within(values: np.ndarray, first: np.ndarray, count: np.ndarray)
     if bool((count == width).all()):
         return order.ravel()
     return order[np.arange(width)[None, :] < count[:, None]]
+
+
+def _ties_ascending_by(order: np.ndarray, values: np.ndarray, key: np.ndarray, count: np.ndarray) -> None:
+    """Reorder, in place, each run of equal ``values`` inside a block of ``order`` (blocks of
+    ``count`` consecutive positions, each sorted by value) by ascending ``key``: only the
+    tied positions are sorted again."""
+    n = len(order)
+    if n < 2:
+        return
+    v = values[order]
+    same = v[1:] == v[:-1]
+    ends = np.cumsum(count)[:-1]  # no run crosses a block boundary
+    same[ends[ends < n] - 1] = False
+    tied = np.flatnonzero(same)
+    if not len(tied):
+        return
+    member = np.zeros(n, dtype=bool)
+    member[tied] = True
+    member[tied + 1] = True
+    at = np.flatnonzero(member)
+    new_run = np.ones(len(at), dtype=bool)
+    new_run[1:] = ~((at[1:] == at[:-1] + 1) & same[at[:-1]])
+    rows = order[at]
+    order[at] = rows[np.lexsort((key[rows], np.cumsum(new_run)))]
 
 
 # ---------------------------------------------------------------------------------------
