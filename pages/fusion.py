@@ -153,7 +153,7 @@ m3.metric(
 d1, d2 = st.columns(2)
 with d1:
     ui.download_text(
-        lambda: write_trec_run(fused, None, tag=method) or "",
+        lambda: write_trec_run(fused, None, tag=method, ties="given" if tie_order == "input" else "trec") or "",
         "fused.trec",
         "Download fused run (TREC)",
         key="dl-fused-trec",
@@ -178,8 +178,8 @@ else:
         format_func=ORDER_CHOICES.__getitem__,
         key=state.TRAD_ORDER,
         bind="query-params",
-        help=f"{ORDER_HELP} A fused run has no file: under the input order or the rank column its ties keep the "
-        "fusion engine's order (deterministic, but arbitrary); prefer trec_eval for it.",
+        help=f"{ORDER_HELP} A fused run has no file: under the rank column its ties keep the fused order chosen "
+        "above (first appearance, or the engine's own order under docid descending); prefer trec_eval for it.",
     )
 if qrels is not None and metric_names:
     metrics = parse_metrics(metric_names)
