@@ -10,6 +10,7 @@ import argparse
 import importlib
 import os
 import sys
+import traceback
 from typing import NoReturn
 
 from core.cli import SUBCOMMANDS, fail
@@ -20,6 +21,13 @@ from core.runtime import tune_process
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported (fast start, isolated failures)."""
     parser = argparse.ArgumentParser(prog="python -m core", description="RankLens command line.")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
+    parser.add_argument(
+        "--max-expanded-mb",
+        type=float,
+        metavar="MB",
+        help="largest size a compressed (.gz) input may expand to (default: $RANKLENS_MAX_EXPANDED_MB or 4096)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, (module_name, summary) in SUBCOMMANDS.items():
         sub_parser = sub.add_parser(name, help=summary, description=summary)
@@ -29,19 +37,56 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: global options that take a value (skipped when looking for the subcommand's name)
+_VALUED_GLOBALS = ("--max-expanded-mb",)
+
+
+def _command(argv: list[str]) -> str | None:
+    """The first positional argument: the subcommand's name."""
+    skip = False
+    for arg in argv:
+        if skip:
+            skip = False
+        elif arg in _VALUED_GLOBALS:
+            skip = True
+        elif not arg.startswith("-"):
+            return arg
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; every failure is one ``error:`` line on stderr and exit 2
+    (``--debug``: the traceback too), an interrupt exit 130."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    command = next((a for a in argv if not a.startswith("-")), None)
+    command = _command(argv)
     parser = build_parser(command if command in SUBCOMMANDS else None)
     args = parser.parse_args(argv)
+    if args.max_expanded_mb is not None:
+        if not args.max_expanded_mb > 0:
+            parser.error("--max-expanded-mb must be a positive number")
+        os.environ["RANKLENS_MAX_EXPANDED_MB"] = repr(args.max_expanded_mb)
     tune_process()
-    module = importlib.import_module(args._module)
     try:
+        module = importlib.import_module(args._module)
         return int(module.run(args) or 0)
-    except (RankLensError, OSError) as exc:
-        return fail(exc)
     except KeyboardInterrupt:
         return 130
+    except (RankLensError, OSError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        return fail(exc)
+    except RecursionError:
+        if args.debug:
+            traceback.print_exc()
+        return fail(RankLensError("input nested too deeply to process"))
+    except MemoryError:
+        if args.debug:
+            traceback.print_exc()
+        return fail(RankLensError("input too large to load in the available memory"))
+    except Exception as exc:  # noqa: BLE001 - the CLI's promise: one line, never a traceback
+        if args.debug:
+            traceback.print_exc()
+        return fail(RankLensError(f"unexpected {type(exc).__name__}: {exc} (run with --debug for the traceback)"))
 
 
 def _exit_now(code: int) -> NoReturn:

@@ -48,8 +48,15 @@ def fail(exc: BaseException) -> int:
     message = str(exc) or exc.__class__.__name__
     if isinstance(exc, OSError) and getattr(exc, "filename", None):
         message = f"{exc.filename}: {exc.strerror or message}"
+    message = " ".join(part.strip() for part in message.splitlines() if part.strip())  # always one line
+    if len(message) > _MAX_MESSAGE:  # e.g. a message quoting a 50 MB id
+        message = message[: _MAX_MESSAGE - 1] + "…"
     print(f"error: {message}", file=sys.stderr)
     return 2
+
+
+#: the longest error line `fail` prints, in characters
+_MAX_MESSAGE = 2000
 
 
 def emit_table(frame: pd.DataFrame, fmt: str, *, json_payload: Any | None = None, out: IO[str] | None = None) -> None:

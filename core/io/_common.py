@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import gzip
+import io
 import json
 import os
 import zlib
@@ -20,23 +20,126 @@ TEXT_FORMATS = ("trec", "csv", "tsv", "jsonl")
 ALL_FORMATS = (*TEXT_FORMATS, "parquet")
 
 
+#: The largest expanded size of a compressed input, in MB: 4x the app's upload limit
+#: (``server.maxUploadSize = 1024`` in ``.streamlit/config.toml``). The text is held in
+#: memory and parsed (2-3x its size again), so 4 GB of text already needs ~12 GB of RAM.
+#: Overridden by the environment variable `MAX_EXPANDED_ENV` (the CLI's ``--max-expanded-mb``).
+MAX_EXPANDED_MB: int = 4 * 1024
+MAX_EXPANDED_ENV = "RANKLENS_MAX_EXPANDED_MB"
+_GZIP_MAGIC = b"\x1f\x8b"
+_CHUNK = 1 << 20  # compressed bytes read, and expanded bytes produced, per step
+
+
+def max_expanded_bytes() -> int:
+    """The expanded-size limit in bytes: `MAX_EXPANDED_ENV` (MB, a positive number) if set,
+    else `MAX_EXPANDED_MB`."""
+    value = os.environ.get(MAX_EXPANDED_ENV, "").strip()
+    if not value:
+        return MAX_EXPANDED_MB << 20
+    try:
+        mb = float(value)
+    except ValueError:
+        mb = -1.0
+    if not mb > 0 or mb == float("inf"):
+        raise DataError(f"{MAX_EXPANDED_ENV}={value!r} is not a positive number of MB")
+    return int(mb * (1 << 20))
+
+
+def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = None) -> bytes:
+    """Decompress gzip ``source`` (bytes, or a binary stream positioned at the magic) as a
+    stream, every member of a multi-member file in turn, refusing with `DataError` as soon as
+    the output passes ``limit`` bytes (default `max_expanded_bytes`): memory stays within
+    ``limit`` plus one chunk, and a bomb is refused after expanding ``limit`` bytes only.
+    Trailing NUL padding is ignored; other trailing bytes or a truncated stream are corrupt."""
+    limit = max_expanded_bytes() if limit is None else limit
+    stream = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source  # shares the bytes
+
+    def read() -> bytes:
+        return stream.read(_CHUNK)
+
+    out: list[bytes] = []
+    total = 0
+    decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    pending = read()
+    try:
+        while True:
+            chunk = decomp.decompress(pending, _CHUNK)
+            pending = decomp.unconsumed_tail
+            total += len(chunk)
+            if total > limit:
+                raise DataError(
+                    f"expands beyond {round(limit / (1 << 20), 2):g} MB; refused as a possible decompression bomb",
+                    file=name,
+                    expected=f"at most {round(limit / (1 << 20), 2):g} MB once decompressed "
+                    f"(set {MAX_EXPANDED_ENV} or --max-expanded-mb to allow more)",
+                )
+            if chunk:
+                out.append(chunk)
+            if decomp.eof:  # the end of one member: another one, NUL padding or the end
+                rest = decomp.unused_data
+                while len(rest) < 2 or not rest.strip(b"\x00"):
+                    more = read()
+                    if not more:
+                        break
+                    rest = (rest if rest.strip(b"\x00") else b"") + more
+                if not rest.strip(b"\x00"):
+                    return b"".join(out)
+                if rest[:2] != _GZIP_MAGIC:
+                    raise DataError("corrupt gzip data (trailing garbage after the last member)", file=name)
+                decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
+                pending = rest
+            elif not chunk and not pending:  # input used up and nothing buffered: read on
+                pending = read()
+                if not pending:
+                    break
+    except zlib.error as exc:
+        raise DataError(f"corrupt gzip data ({exc})", file=name) from None
+    raise DataError("corrupt gzip data (Compressed file ended before the end-of-stream marker was reached)", file=name)
+
+
+def check_parquet_size(raw: bytes, name: str) -> None:
+    """Refuse a Parquet file whose row groups declare more than `max_expanded_bytes` of
+    uncompressed data (read from the footer, before any column is decoded); a footer that
+    cannot be read is left to the reader's own error."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        meta = pq.ParquetFile(pa.BufferReader(raw)).metadata
+    except (pa.ArrowException, OSError):
+        return
+    declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+    limit = max_expanded_bytes()
+    if declared > limit:
+        raise DataError(
+            f"Parquet row groups declare {round(declared / (1 << 20), 2):g} MB uncompressed, "
+            f"beyond the {round(limit / (1 << 20), 2):g} MB limit",
+            file=name,
+            expected=f"at most {round(limit / (1 << 20), 2):g} MB once decompressed "
+            f"(set {MAX_EXPANDED_ENV} or --max-expanded-mb to allow more)",
+        )
+
+
 def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
-    """Return ``(raw bytes, display name)``; gzip input is decompressed transparently."""
+    """Return ``(raw bytes, display name)``; gzip input is decompressed transparently, as a
+    stream bounded by `max_expanded_bytes` (`gunzip_limited`)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         name = filename or "<upload>"
     elif isinstance(data, (str, os.PathLike)):
         path = Path(data)
-        raw = path.read_bytes()
         name = filename or path.name
+        with path.open("rb") as fh:
+            if fh.read(2) == _GZIP_MAGIC:  # decompressed straight from the file
+                fh.seek(0)
+                return gunzip_limited(fh, name), name[:-3] if name.endswith(".gz") else name
+            fh.seek(0)
+            raw = fh.read()
     else:
         raw = data.read()
         name = filename or str(getattr(data, "name", "<stream>"))
-    if raw[:2] == b"\x1f\x8b":
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:  # truncated streams raise EOFError
-            raise DataError(f"corrupt gzip data ({exc})", file=name) from None
+    if raw[:2] == _GZIP_MAGIC:
+        raw = gunzip_limited(raw, name)
         if name.endswith(".gz"):
             name = name[:-3]
     return raw, name

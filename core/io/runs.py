@@ -25,7 +25,16 @@ import pyarrow.csv as pacsv
 
 from core.data import Qrels, Run
 from core.errors import DataError
-from core.io._common import LineMap, Source, check_text, json_lines, load_bytes, sniff_format, strip_bom
+from core.io._common import (
+    LineMap,
+    Source,
+    check_parquet_size,
+    check_text,
+    json_lines,
+    load_bytes,
+    sniff_format,
+    strip_bom,
+)
 from core.ties import ranked_rows
 
 if TYPE_CHECKING:  # pandas (and pyarrow.parquet) are imported by the readers that need them:
@@ -389,6 +398,7 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
 def _read_parquet(raw: bytes, display: str, aliases: dict[str, str]) -> pa.Table:
     import pyarrow.parquet as pq
 
+    check_parquet_size(raw, display)
     try:
         table = pq.read_table(pa.BufferReader(raw))
     except (pa.ArrowInvalid, OSError) as exc:

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from core.data import VOTE_OPTIONAL, VoteRowError, Votes
 from core.errors import DataError
-from core.io._common import load_bytes
+from core.io._common import check_parquet_size, load_bytes
 
 EXPECTED = "columns model_a, model_b, winner (or preference)[, judge, category, timestamp, weight]"
 #: the outcome columns: the arena's ``winner`` and BixArena's raw ``preference`` (same values)
@@ -322,6 +322,7 @@ def _stringify(table: pa.Table) -> pa.Table | None:
 
 # ---- Parquet -------------------------------------------------------------------------------
 def _read_parquet(raw: bytes, name: str) -> pa.Table:
+    check_parquet_size(raw, name)
     try:
         table = pq.read_table(io.BytesIO(raw))
     except (pa.ArrowInvalid, OSError) as exc:

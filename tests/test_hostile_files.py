@@ -1,0 +1,183 @@
+"""Hostile files (issue 12): decompression bombs, no traceback on the CLI, junk refused.
+
+The bad-input corpus is generated here, in ``tmp_path``; every file is small on disk.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.errors import DataError
+from core.io import read_qrels, read_runs, read_votes
+from core.io._common import MAX_EXPANDED_ENV, MAX_EXPANDED_MB, gunzip_limited, load_bytes, max_expanded_bytes
+
+ROOT = Path(__file__).resolve().parents[1]
+QRELS = b"q1 0 d1 1\nq1 0 d2 0\n"
+RUN = b"q1 Q0 d1 1 2.0 sysA\nq1 Q0 d2 2 1.0 sysA\n"
+
+
+def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "core", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    """The CLI's promise on a refusal: exit 2, one ``error:`` line, no traceback."""
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), proc.stderr
+    return lines[0]
+
+
+def gzip_bomb(path: Path, member: bytes, copies: int) -> int:
+    """Write ``copies`` gzip members of ``member`` (a valid multi-member gzip file) and
+    return the expanded size; compressing once keeps building a 2 GB bomb fast."""
+    packed = gzip.compress(member, compresslevel=9, mtime=0)
+    with path.open("wb") as fh:
+        for _ in range(copies):
+            fh.write(packed)
+    return len(member) * copies
+
+
+# ---- 1. decompression bombs -----------------------------------------------------------------
+def test_gunzip_limited_matches_gzip_and_multi_member() -> None:
+    data = os.urandom(3 << 20) + b"x" * (5 << 20)
+    packed = gzip.compress(data, mtime=0)
+    assert gunzip_limited(packed, "f.gz", limit=len(data)) == data
+    two = packed + gzip.compress(b"tail", mtime=0) + b"\x00" * 100  # members + NUL padding
+    assert gunzip_limited(two, "f.gz", limit=len(data) + 4) == data + b"tail"
+    with pytest.raises(DataError, match=r"f\.gz: expands beyond 1 MB"):
+        gunzip_limited(packed, "f.gz", limit=1 << 20)
+    with pytest.raises(DataError, match="corrupt gzip data"):
+        gunzip_limited(packed + b"junk", "f.gz", limit=len(data))
+    with pytest.raises(DataError, match="corrupt gzip data"):
+        gunzip_limited(packed[:-20], "f.gz", limit=len(data))
+    with pytest.raises(DataError, match="corrupt gzip data"):
+        gunzip_limited(packed[:10] + bytes(len(packed) - 10), "f.gz", limit=len(data))
+
+
+def test_limit_default_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(MAX_EXPANDED_ENV, raising=False)
+    assert max_expanded_bytes() == MAX_EXPANDED_MB << 20 == 4096 << 20
+    monkeypatch.setenv(MAX_EXPANDED_ENV, "1.5")
+    assert max_expanded_bytes() == 3 << 19
+    for bad in ("0", "-3", "lots", "nan", "inf"):
+        monkeypatch.setenv(MAX_EXPANDED_ENV, bad)
+        with pytest.raises(DataError, match=MAX_EXPANDED_ENV):
+            max_expanded_bytes()
+
+
+@pytest.mark.parametrize("source", ["path", "bytes", "stream"])
+def test_every_reader_refuses_past_the_limit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str) -> None:
+    monkeypatch.setenv(MAX_EXPANDED_ENV, "1")
+    path = tmp_path / "big.trec.gz"
+    gzip_bomb(path, RUN * (1 << 16), 1)  # 2.4 MB of valid lines
+    data: object = {"path": path, "bytes": path.read_bytes(), "stream": path.open("rb")}[source]
+    for read in (read_runs, read_qrels, read_votes):
+        if source == "stream" and read is read_votes:
+            continue  # read_votes takes bytes or paths
+        if source == "stream":
+            data = path.open("rb")
+        with pytest.raises(DataError, match=r"big\.trec\.gz: expands beyond 1 MB"):
+            read(data, filename="big.trec.gz")  # type: ignore[operator]  # each reader's Source
+    monkeypatch.setenv(MAX_EXPANDED_ENV, "3")
+    assert len(load_bytes(path)[0]) == len(RUN) << 16
+
+
+BOMB_PROBE = """
+import resource, sys, time
+from core.__main__ import main
+start = time.perf_counter()
+code = main(sys.argv[1:])
+print(code, time.perf_counter() - start, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, flush=True)
+"""
+
+
+@pytest.mark.parametrize(
+    ("member", "kind"), [(bytes(64 << 20), "zeros"), (RUN * ((64 << 20) // len(RUN) + 1), "trec-lines")]
+)
+def test_cli_refuses_a_2gb_bomb_quickly_in_bounded_memory(tmp_path: Path, member: bytes, kind: str) -> None:
+    bomb = tmp_path / "bomb.trec.gz"
+    expanded = gzip_bomb(bomb, member, 32)
+    assert expanded >= 2 << 30 and bomb.stat().st_size < 8 << 20
+    qrels = tmp_path / "qrels.txt"
+    qrels.write_bytes(QRELS)
+    args = ["evaluate", "--run", str(bomb), "--qrels", str(qrels)]
+    for env, flag in (({MAX_EXPANDED_ENV: "256"}, []), ({}, ["--max-expanded-mb", "256"])):
+        proc = subprocess.run(
+            [sys.executable, "-c", BOMB_PROBE, *flag, *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, **env},
+        )
+        code, seconds, maxrss_kb = proc.stdout.split()
+        assert code == "2", proc.stderr
+        assert proc.stderr.strip() == (
+            "error: bomb.trec.gz: expands beyond 256 MB; refused as a possible decompression bomb "
+            "(expected at most 256 MB once decompressed "
+            f"(set {MAX_EXPANDED_ENV} or --max-expanded-mb to allow more))"
+        )
+        assert float(seconds) < 20, kind
+        assert int(maxrss_kb) < 500 * 1024, kind  # the whole process, interpreter and libraries included
+
+
+def test_cli_global_options_before_the_subcommand(tmp_path: Path) -> None:
+    run, qrels = tmp_path / "r.trec.gz", tmp_path / "q.txt"
+    run.write_bytes(gzip.compress(b"".join(b"q1 Q0 d%d %d 1.0 s\n" % (i, i + 1) for i in range(20000))))
+    qrels.write_bytes(QRELS)
+    ok = cli("--max-expanded-mb", "1", "evaluate", "--run", str(run), "--qrels", str(qrels))
+    assert ok.returncode == 0, ok.stderr
+    refused = cli("--max-expanded-mb", "0.01", "evaluate", "--run", str(run), "--qrels", str(qrels))
+    assert "r.trec.gz: expands beyond 0.01 MB" in one_error_line(refused)
+    bad = cli("--max-expanded-mb", "0", "evaluate", "--run", str(run), "--qrels", str(qrels))
+    assert bad.returncode == 2 and "must be a positive number" in bad.stderr
+
+
+def test_zlib_stream_is_not_read_whole(tmp_path: Path) -> None:
+    """The refusal comes after about ``limit`` bytes, not after the whole bomb: 2 GB at 1 MB."""
+    bomb = tmp_path / "z.gz"
+    gzip_bomb(bomb, bytes(64 << 20), 32)
+    start = time.perf_counter()
+    with bomb.open("rb") as fh:
+        with pytest.raises(DataError, match="expands beyond 1 MB"):
+            gunzip_limited(fh, "z.gz", limit=1 << 20)
+        assert fh.tell() < 2 << 20
+    assert time.perf_counter() - start < 2
+
+
+def test_parquet_declaring_huge_row_groups_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = tmp_path / "big.parquet"
+    n = 1 << 18
+    table = pa.table({"qid": ["q1"] * n, "docid": [f"d{i:07d}" for i in range(n)], "score": [1.0] * n})
+    pq.write_table(table, path, compression="zstd")
+    assert path.stat().st_size < 2 << 20
+    monkeypatch.setenv(MAX_EXPANDED_ENV, "1")
+    with pytest.raises(DataError, match=r"big\.parquet: Parquet row groups declare [\d.]+ MB uncompressed, beyond"):
+        read_runs(path)
+    votes = tmp_path / "votes.parquet"
+    pq.write_table(
+        pa.table({"model_a": ["a"] * n, "model_b": ["b"] * n, "winner": ["model_a"] * n}), votes, use_dictionary=False
+    )
+    with pytest.raises(DataError, match=r"votes\.parquet: Parquet row groups declare"):
+        read_votes(votes)
+    monkeypatch.delenv(MAX_EXPANDED_ENV)
+    assert [r.name for r in read_runs(path)] == ["big"]
