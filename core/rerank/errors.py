@@ -35,7 +35,8 @@ class InvalidOutputError(RerankError, ValueError):
 
     ``code`` is a short machine-readable reason (``not_json``, ``text_around_json``,
     ``missing_key``, ``wrong_type``, ``out_of_range``, ``duplicate_id``, ``missing_id``,
-    ``wrong_count``, ``bad_winner``, ``bad_grade``); ``reason`` is the sentence sent back to
+    ``wrong_count``, ``bad_winner``, ``bad_grade``, ``bad_body``: a malformed 200 body that
+    persisted through the transport retries); ``reason`` is the sentence sent back to
     the model in a re-ask; ``raw`` is the reply text. ``message`` replaces the default
     text ``invalid model output (code): reason``.
     """

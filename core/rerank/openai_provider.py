@@ -35,7 +35,7 @@ from core.rerank.parsing import parse_reply
 from core.rerank.prompts import build_messages, reask_messages
 from core.rerank.provider import BaseProvider
 from core.rerank.trace import OpTrace
-from core.rerank.transport import RetryPolicy, classify
+from core.rerank.transport import MalformedReplyError, RetryPolicy, classify
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
@@ -89,16 +89,16 @@ class _AsyncHttpClient(openai.DefaultAsyncHttpxClient):
 
 
 def _reply_data(response: httpx2.Response) -> Any:
-    """The decoded JSON of a 200 reply, as the client's own parsing would get it: JSON
-    content types must decode (else the decoding error propagates); other content types are
-    decoded when possible, else there is no data (the reply text is then empty)."""
-    content_type = response.headers.get("content-type", "*").split(";")[0]
-    if content_type.endswith("json"):
-        return response.json()
+    """The decoded JSON of a 200 reply; `MalformedReplyError` when the body is not JSON (not
+    UTF-8, truncated, an HTML error page, whatever the content type says)."""
     try:
         return response.json()
-    except ValueError:  # not JSON (or not UTF-8): the client returns the raw text here; we treat it as empty
-        return None
+    except ValueError:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return _malformed("the body is not JSON" if response.content else "the body is empty")
+
+
+def _malformed(what: str, text: str = "") -> Any:
+    raise MalformedReplyError(what, text)
 
 
 @dataclass
@@ -112,6 +112,7 @@ class Reply:
     latency_ms: float = 0.0
     cache_hit: bool = False
     retries: int = 0
+    fault: str | None = None  # a malformed body that persisted through the retries: what was wrong
 
 
 #: A provider operation as a generator: yields the messages to send, receives the `Reply`,
@@ -281,12 +282,18 @@ class OpenAIProvider(BaseProvider):
     @staticmethod
     def _reply(response: httpx2.Response, latency_ms: float, retries: int) -> Reply:
         """Reply text and token usage from the HTTP response (``choices[0].message.content``,
-        ``usage.prompt_tokens`` / ``usage.completion_tokens``; missing parts count as empty / 0)."""
+        ``usage.prompt_tokens`` / ``usage.completion_tokens``; missing usage counts as 0).
+        `MalformedReplyError` when the body is not JSON, has no ``choices[0].message`` or its
+        content is not a non-empty string."""
         data = _reply_data(response)
         try:
-            text = data["choices"][0]["message"]["content"] or ""
+            text = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
-            text = ""
+            return _malformed("no choices[0].message in the body")
+        if not isinstance(text, str) or not text.strip():
+            return _malformed(
+                "empty content" if text is not None else "null content", text if isinstance(text, str) else ""
+            )
         usage = data.get("usage") if isinstance(data, dict) else None
         if not isinstance(usage, dict):
             usage = {}
@@ -322,6 +329,18 @@ class OpenAIProvider(BaseProvider):
             ) from None
         return delay
 
+    def _retry_or_fault(self, exc: BaseException, retries: int, started: float, t0: float) -> float | Reply:
+        """The wait before the next attempt (`_next_delay`); for a malformed body whose retries
+        are spent, the invalid `Reply` to hand to the operation (``fault`` set) instead of an
+        error."""
+        try:
+            return self._next_delay(exc, retries, started)
+        except ProviderError:
+            if not isinstance(exc, MalformedReplyError):
+                raise
+            latency = (time.perf_counter() - t0) * 1000
+            return Reply(exc.text, 0, 0, latency, False, retries, fault=f"malformed reply ({exc.what})")
+
     def complete(self, messages: Messages) -> Reply:
         """One chat completion (from the cache when enabled), with transport retries."""
         key, hit = self._cached(messages)
@@ -332,11 +351,14 @@ class OpenAIProvider(BaseProvider):
             t0 = time.perf_counter()
             try:
                 raw = self.client().chat.completions.with_raw_response.create(**self._request(messages))
+                reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
                 break
-            except openai.OpenAIError as exc:
-                self.retry.sleep(self._next_delay(exc, retries, started))
+            except (openai.OpenAIError, MalformedReplyError) as exc:
+                delay = self._retry_or_fault(exc, retries, started, t0)
+                if isinstance(delay, Reply):
+                    return delay  # a persisting malformed body: an invalid reply, never cached
+                self.retry.sleep(delay)
                 retries += 1
-        reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
         self._store(key, reply)
         return reply
 
@@ -350,11 +372,14 @@ class OpenAIProvider(BaseProvider):
             t0 = time.perf_counter()
             try:
                 raw = await self.aclient().chat.completions.with_raw_response.create(**self._request(messages))
+                reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
                 break
-            except openai.OpenAIError as exc:
-                await self.retry.asleep(self._next_delay(exc, retries, started))
+            except (openai.OpenAIError, MalformedReplyError) as exc:
+                delay = self._retry_or_fault(exc, retries, started, t0)
+                if isinstance(delay, Reply):
+                    return delay
+                await self.retry.asleep(delay)
                 retries += 1
-        reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
         self._store(key, reply)
         return reply
 
@@ -369,6 +394,8 @@ class OpenAIProvider(BaseProvider):
         for _ in range(attempts):
             reply = yield messages
             try:
+                if reply.fault is not None:
+                    raise InvalidOutputError("bad_body", f"{reply.fault}; reply with the JSON object only", reply.text)
                 value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
             except InvalidOutputError as exc:
                 if trace is not None:

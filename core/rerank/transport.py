@@ -1,7 +1,8 @@
 """Transport retries: exponential backoff with jitter, bounded in count and total time.
 
-Retried: HTTP 429 (``Retry-After`` / ``retry-after-ms`` honoured), 5xx, timeouts and
-connection errors. Not retried: other 4xx (bad request, authentication, not found).
+Retried: HTTP 429 (``Retry-After`` / ``retry-after-ms`` honoured), 5xx, timeouts,
+connection errors (resets and bodies cut short included) and `MalformedReplyError` (a 200 whose
+body is not a chat completion with text content). Not retried: other 4xx (bad request, authentication, not found).
 Delay of retry i (0-based) without a Retry-After: ``min(max_delay, base_delay * 2**i)``
 scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``. A retry whose delay would pass
 ``max_total`` seconds since the first attempt is not made.
@@ -46,6 +47,17 @@ class RetryPolicy:
         return max(0.0, d * (1 + self.jitter * (2 * self._rng.random() - 1)))
 
 
+class MalformedReplyError(Exception):
+    """A 200 reply whose body is not a chat completion with non-empty text content (not JSON,
+    truncated JSON, no ``choices``, empty or null content): a transient fault, retried; when it
+    persists the provider hands the model an invalid reply (re-ask, fallback, strict failure).
+    ``what`` says what was wrong; ``text`` is the content when there was one (else "")."""
+
+    def __init__(self, what: str, text: str = "") -> None:
+        self.what, self.text = what, text
+        super().__init__(what)
+
+
 def retry_after_seconds(exc: openai.APIStatusError) -> float | None:
     """The server's ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if any."""
     headers = exc.response.headers
@@ -75,6 +87,8 @@ def classify(exc: BaseException, timeout: float | None) -> tuple[bool, str, int 
     """(retryable, description, HTTP status, retry-after seconds) of a client exception."""
     import openai
 
+    if isinstance(exc, MalformedReplyError):
+        return True, f"malformed reply ({exc.what})", 200, None
     if isinstance(exc, openai.APITimeoutError):
         return True, f"timed out after {timeout:g} s" if timeout else "timed out", None, None
     if isinstance(exc, openai.APIConnectionError):

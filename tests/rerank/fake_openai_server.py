@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 import socket
+import struct
 import threading
 import time
 from collections import deque
@@ -76,6 +77,32 @@ class Action:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     body: str | None = None  # raw error body for non-200
+    raw: str | None = None  # status 200 with exactly this body (not JSON, truncated JSON, no choices, ...)
+    truncate: bool = False  # announce the whole body, send half of it, then close the connection
+    reset: bool = False  # read the request, then reset the connection (TCP RST) without any reply
+
+
+def malformed(kind: str) -> Action:
+    """A scripted faulty 200: ``not_json`` (an HTML page), ``truncated_json`` (a JSON body cut
+    in the middle, with a matching content-length), ``no_choices`` (JSON without ``choices``),
+    ``empty`` (empty content), ``null`` (null content), ``cut`` (content-length larger than
+    the body sent, then close) or ``reset`` (connection reset)."""
+    full = json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": '{"ranking": [1]}'}}]})
+    if kind == "not_json":
+        return Action(raw="<html><body>502 Bad Gateway</body></html>")
+    if kind == "truncated_json":
+        return Action(raw=full[: len(full) // 2])
+    if kind == "no_choices":
+        return Action(raw=json.dumps({"id": "x", "object": "chat.completion"}))
+    if kind == "empty":
+        return Action(content="")
+    if kind == "null":
+        return Action(raw=json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": None}}]}))
+    if kind == "cut":
+        return Action(truncate=True)
+    if kind == "reset":
+        return Action(reset=True)
+    raise ValueError(kind)
 
 
 class FakeOpenAIServer:
@@ -86,6 +113,7 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.busy_s = 0.0
+        self.dead = False
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -110,7 +138,14 @@ class FakeOpenAIServer:
                 delay = action.delay or outer.delay
                 if delay:
                     time.sleep(delay)
-                if action.status != 200:
+                if action.reset:
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    self.connection.close()
+                    self.close_connection = True
+                    return
+                if action.raw is not None:
+                    payload = action.raw.encode()
+                elif action.status != 200:
                     payload = (
                         action.body
                         or json.dumps({"error": {"message": f"scripted {action.status}", "type": "server_error"}})
@@ -140,6 +175,11 @@ class FakeOpenAIServer:
                     for k, v in action.headers.items():
                         self.send_header(k, v)
                     self.end_headers()
+                    if action.truncate:
+                        self.wfile.write(payload[: len(payload) // 2])
+                        self.wfile.flush()
+                        self.close_connection = True
+                        return
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
@@ -167,6 +207,13 @@ class FakeOpenAIServer:
         self.thread.start()
         return self
 
+    def kill(self) -> None:
+        """Stop serving and close the listening socket: later connections are refused (a dead
+        server; connections already open are dropped as their handlers return)."""
+        if not self.dead:
+            self.dead = True
+            self.httpd.shutdown()
+            self.httpd.server_close()
+
     def __exit__(self, *exc: Any) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.kill()
