@@ -6,6 +6,8 @@ rank``) and the corpus and queries BEIR's ``corpus.jsonl`` / ``queries.jsonl``. 
 prints the exact call count and cost estimate only; ``--compare a,b,c --qrels Q`` prints
 ranksmith's comparison table; ``--strict`` is ranksmith's output contract (no truncation, no
 re-ask, no fallback: such a query fails, is reported and scores 0).
+No query is lost: ``--output`` holds every query (a failed one in its first-stage order), each
+failed query is named on stderr, and the exit code is 3 when any query failed.
 """
 
 from __future__ import annotations
@@ -185,8 +187,14 @@ USAGE_COLUMNS = (
 )
 
 
+#: Exit code when any query failed (its first-stage order is kept and it is named on stderr);
+#: 0 only when every query of every strategy succeeded; 2 stays for bad input.
+EXIT_QUERIES_FAILED = 3
+
+
 def run(args: argparse.Namespace) -> int:
-    """Estimate (``--dry-run``) or rerank and report; exit code 2 when every query of every strategy failed."""
+    """Estimate (``--dry-run``) or rerank and report; exit code `EXIT_QUERIES_FAILED` (3) when any
+    query failed, 0 when all succeeded."""
     import pandas as pd
 
     from core.rerank import STRATEGIES, Prices, ReplyCache, estimate, rerank_candidates
@@ -246,16 +254,16 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         from core.io import write_trec_run
 
-        if len(results) == 1:
-            if results[0].run is None:
-                raise DataError("every query failed; nothing to write")
-            write_trec_run(results[0].run, args.output, tag=f"ranklens-{results[0].strategy}")
-        else:
+        for r in results:  # the full run: every query, a failed one in its first-stage order
+            if r.full_run is None:
+                continue
             base, dot, ext = args.output.rpartition(".")
-            for r in results:
-                if r.run is not None:
-                    path = f"{base}.{r.strategy}.{ext}" if dot else f"{args.output}.{r.strategy}"
-                    write_trec_run(r.run, path, tag=f"ranklens-{r.strategy}")
+            path = (
+                args.output
+                if len(results) == 1
+                else (f"{base}.{r.strategy}.{ext}" if dot else f"{args.output}.{r.strategy}")
+            )
+            write_trec_run(r.full_run, path, tag=f"ranklens-{r.strategy}")
     if args.compare:
         from core.io import read_qrels
         from core.rerank.compare import comparison_table
@@ -269,5 +277,12 @@ def run(args: argparse.Namespace) -> int:
         usage = results[0].usage.to_dict()
         row = {k: usage[k] for k in USAGE_COLUMNS}
         emit_table(pd.DataFrame([row]), args.format, json_payload=row)
-    all_failed = all(r.run is None for r in results)
-    return 2 if all_failed else 0
+    failed = [r for r in results if r.errors]
+    for r in failed:
+        names = ", ".join(r.failed[:10]) + (f", ... ({len(r.failed) - 10} more)" if len(r.failed) > 10 else "")
+        print(
+            f"error: {r.strategy}: {len(r.failed)} of {cands.n_queries} queries failed ({names}); "
+            "they keep their first-stage order in the output",
+            file=sys.stderr,
+        )
+    return EXIT_QUERIES_FAILED if failed else 0

@@ -2,8 +2,10 @@
 
 Run scores are ``n - position`` (1-based positions), or the grades for ``pointwise`` (ties
 kept). A query whose provider fails for good (retries exhausted, refused in strict mode, a
-stage plan that does not fit) is recorded in ``errors`` and left out of the run (so it scores
-0, as ranksmith scores invalid outputs) while every other query's result is kept. The calls it
+stage plan that does not fit) is recorded in ``errors`` and left out of ``run`` (so it scores
+0, as ranksmith scores invalid outputs) while every other query's result is kept; no query is
+lost: ``full_run`` holds every query, a failed one in its first-stage order (scores
+``n - position``) and named in ``full_run.meta["failed_queries"]``. The calls it
 made before failing stay in the call log (``failed_logs``) and in the usage: they were billed.
 With ``strict=True`` (ranksmith's contract) an invalid model answer is such a failure: no
 re-ask, no fallback.
@@ -56,7 +58,9 @@ Progress = Callable[[ProgressState], None]
 class BatchResult:
     """One strategy over a candidate set: the reranked run (None when every query failed),
     usage and the estimate made before, per-query results and errors (input order), notes,
-    and the calls each failed query made before it failed (``failed_logs``, as ``errors``)."""
+    the calls each failed query made before it failed (``failed_logs``, as ``errors``), and
+    ``full_run``: every query of the candidate set (None only when it has none), the failed
+    ones in their first-stage order, listed in ``full_run.meta["failed_queries"]``."""
 
     strategy: str
     provider: str
@@ -68,6 +72,12 @@ class BatchResult:
     errors: dict[str, str]
     notes: list[str] = field(default_factory=list)
     failed_logs: dict[str, list[CallRecord]] = field(default_factory=dict)
+    full_run: Run | None = None
+
+    @property
+    def failed(self) -> list[str]:
+        """The qids of the failed queries, in input order."""
+        return list(self.errors)
 
     @property
     def log(self) -> list[CallRecord]:
@@ -119,13 +129,23 @@ def _error_text(provider: Provider, exc: BaseException) -> str:
     return provider.redact(text or type(exc).__name__)
 
 
-def _build_run(cands: CandidateSet, results: dict[str, QueryResult], name: str) -> Run | None:
+def _build_run(
+    cands: CandidateSet, results: dict[str, QueryResult], name: str, *, keep_failed: bool = False
+) -> Run | None:
+    """The run of ``results`` in input query order; with ``keep_failed`` every other query too,
+    in its first-stage order (scores ``n - position``), named in ``meta["failed_queries"]``."""
     rows: dict[str, list[Any]] = {"qid": [], "docid": [], "score": []}
+    failed: list[str] = []
     for q in cands.queries:
         res = results.get(q.qid)
-        if res is None:
-            continue
         n = len(q)
+        if res is None:
+            if keep_failed:
+                failed.append(q.qid)
+                rows["qid"].extend([q.qid] * n)
+                rows["docid"].extend(q.docids)
+                rows["score"].extend(float(n - pos) for pos in range(n))
+            continue
         if res.scores is not None and res.extra.get("grades") is not None:
             scores = [res.scores[i] for i in res.order]
         else:
@@ -135,7 +155,10 @@ def _build_run(cands: CandidateSet, results: dict[str, QueryResult], name: str) 
         rows["score"].extend(scores)
     if not rows["qid"]:
         return None
-    return Run.from_frame(pd.DataFrame(rows), name)
+    run = Run.from_frame(pd.DataFrame(rows), name)
+    if keep_failed:
+        run.meta["failed_queries"] = failed
+    return run
 
 
 def _run_coro(coro: Coroutine[Any, Any, T]) -> T:
@@ -238,7 +261,11 @@ def rerank_candidates(
     ordered = {q.qid: results[q.qid] for q in cands.queries if q.qid in results}
     ordered_errors = {q.qid: errors[q.qid] for q in cands.queries if q.qid in errors}
     failed_logs = {q: logs[q] for q in ordered_errors}
-    run = _build_run(cands, ordered, name or f"{strategy} ({provider.name})")
+    run_name = name or f"{strategy} ({provider.name})"
+    run = _build_run(cands, ordered, run_name)
+    full_run = _build_run(cands, ordered, run_name, keep_failed=True) if ordered_errors else run
+    if full_run is not None and full_run is run:
+        full_run.meta["failed_queries"] = []
     usage = summarize(strategy, list(ordered.values()), ordered_errors, prices, est.calls, wall, failed_logs)
     notes = []
     if strategy == "prp-allpairs":
@@ -251,12 +278,25 @@ def rerank_candidates(
     if usage.truncated:
         notes.append(f"{usage.truncated} passages were truncated to {max_chars:,} characters")
     if ordered_errors:
-        notes.append(f"{len(ordered_errors)} of {cands.n_queries} queries failed and are left out of the run")
+        notes.append(
+            f"{len(ordered_errors)} of {cands.n_queries} queries failed: left out of the reranked run (they score 0), "
+            "kept in their first-stage order in the full run"
+        )
     if invalid_output:
         notes.append(
             f"{len(invalid_output)} queries failed on invalid model output (strict mode: not re-asked or repaired; "
             "they score 0, as in ranksmith)"
         )
     return BatchResult(
-        strategy, provider.name, params, run, usage, est, ordered, ordered_errors, notes, failed_logs=failed_logs
+        strategy,
+        provider.name,
+        params,
+        run,
+        usage,
+        est,
+        ordered,
+        ordered_errors,
+        notes,
+        failed_logs=failed_logs,
+        full_run=full_run,
     )

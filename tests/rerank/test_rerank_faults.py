@@ -108,3 +108,43 @@ def test_out_of_range_ids_are_an_invalid_reply(server, make_provider):
     assert not res.errors and res.results["q0"].order == oracle_order(4)
     log = res.log_frame()
     assert list(log["valid"]) == [False, True] and res.usage.reasks == 1
+
+
+# ---- no query is ever lost ---------------------------------------------------------------------
+def test_failed_query_keeps_its_first_stage_order_in_the_full_run(server, make_provider):
+    server.push(*[Action(status=500)] * 3)  # max_retries=2: the first query fails for good
+    c = cands(3, 4)
+    res = rerank_candidates(c, "rankgpt", make_provider(max_retries=2), concurrency=1)
+    assert res.failed == ["q0"] and res.run is not None and res.run.qids == ["q1", "q2"]
+    full = res.full_run
+    assert full is not None and full.qids == ["q0", "q1", "q2"] and full.meta["failed_queries"] == ["q0"]
+    frame = full.to_frame()
+    q0 = frame[frame["qid"] == "q0"].sort_values("score", ascending=False)
+    assert list(q0["docid"]) == ["d0", "d1", "d2", "d3"] and list(q0["score"]) == [4.0, 3.0, 2.0, 1.0]
+    ok = frame[frame["qid"] != "q0"].reset_index(drop=True)
+    assert ok.equals(res.run.to_frame().reset_index(drop=True))
+    table = res.per_query()
+    assert list(table["qid"]) == ["q1", "q2", "q0"] and list(table["status"]) == ["ok", "ok", "failed"]
+
+
+def test_all_ok_full_run_is_the_run(server, make_provider):
+    res = rerank_candidates(cands(2, 4), "rankgpt", make_provider(), concurrency=1)
+    assert res.full_run is res.run and res.failed == [] and res.full_run.meta["failed_queries"] == []
+
+
+def test_cli_writes_every_query_names_the_failed_and_exits_3(tmp_path, server, capsys):
+    from core.__main__ import main as cli_main
+    from core.io import read_run
+
+    path, out = tmp_path / "cands.jsonl", tmp_path / "out.trec"
+    path.write_text(cands(3, 4).to_jsonl())
+    server.push(*[Action(status=500)] * 2)
+    argv = ["rerank", "--input", str(path), "--provider", "openai", "--base-url", server.base_url]
+    argv += ["--no-cache", "--concurrency", "1", "--max-retries", "1", "-o", str(out), "--format", "json"]
+    assert cli_main(argv) == 3
+    err = capsys.readouterr().err
+    assert "warning: rankgpt: query q0: openai: gave up after 2 attempts: HTTP 500 server error" in err
+    assert "error: rankgpt: 1 of 3 queries failed (q0); they keep their first-stage order in the output" in err
+    run = read_run(str(out))
+    assert run.qids == ["q0", "q1", "q2"] and len(run.to_frame()) == 12
+    assert cli_main([*argv[:-4], "-o", str(out), "--format", "json"]) == 0  # all well now: exit 0

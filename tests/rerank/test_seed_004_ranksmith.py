@@ -615,7 +615,7 @@ def test_cli_strict_reports_the_failed_query_and_logs_its_call(tmp_path, server,
     server.push(Action(content='{"ranking": [1, 2]}'))
     argv = ["rerank", "--input", str(path), "--provider", "openai", "--base-url", server.base_url, "--strict"]
     argv += ["--no-cache", "--cache-dir", str(tmp_path / "c"), "--concurrency", "1", "--log", str(log)]
-    assert cli_main([*argv, "--format", "json"]) == 0
+    assert cli_main([*argv, "--format", "json"]) == 3  # issue 12: a failed query makes exit code 3
     out = capsys.readouterr()
     usage = json.loads(out.out)
     assert (usage["queries"], usage["failed_queries"], usage["calls"], usage["reasks"]) == (3, 1, 3, 0)
