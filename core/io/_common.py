@@ -27,6 +27,11 @@ ALL_FORMATS = (*TEXT_FORMATS, "parquet")
 MAX_EXPANDED_MB: int = 4 * 1024
 MAX_EXPANDED_ENV = "RANKLENS_MAX_EXPANDED_MB"
 _GZIP_MAGIC = b"\x1f\x8b"
+#: Without an explicit limit, an input expanding more than `MAX_RATIO` times (text data
+#: compresses 3-20x; deflate's maximum is ~1032x) past `_RATIO_FLOOR` is refused at once:
+#: a bomb is then refused within a second instead of after expanding `MAX_EXPANDED_MB`.
+MAX_RATIO = 200
+_RATIO_FLOOR = 256 << 20
 _CHUNK = 1 << 20  # compressed bytes read, and expanded bytes produced, per step
 
 
@@ -50,12 +55,18 @@ def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = Non
     stream, every member of a multi-member file in turn, refusing with `DataError` as soon as
     the output passes ``limit`` bytes (default `max_expanded_bytes`): memory stays within
     ``limit`` plus one chunk, and a bomb is refused after expanding ``limit`` bytes only.
-    Trailing NUL padding is ignored; other trailing bytes or a truncated stream are corrupt."""
+    Without ``limit`` or `MAX_EXPANDED_ENV`, an expansion beyond `MAX_RATIO` times the bytes
+    read (past `_RATIO_FLOOR`) is refused too. Trailing NUL padding is ignored; other trailing bytes or a truncated stream are corrupt."""
+    guard_ratio = limit is None and not os.environ.get(MAX_EXPANDED_ENV, "").strip()
     limit = max_expanded_bytes() if limit is None else limit
+    read_bytes = 0
     stream = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source  # shares the bytes
 
     def read() -> bytes:
-        return stream.read(_CHUNK)
+        nonlocal read_bytes
+        piece = stream.read(_CHUNK)
+        read_bytes += len(piece)
+        return piece
 
     out: list[bytes] = []
     total = 0
@@ -66,6 +77,13 @@ def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = Non
             chunk = decomp.decompress(pending, _CHUNK)
             pending = decomp.unconsumed_tail
             total += len(chunk)
+            if guard_ratio and total > _RATIO_FLOOR and total > MAX_RATIO * read_bytes:
+                raise DataError(
+                    f"expands more than {MAX_RATIO} times ({total >> 20} MB from at most {read_bytes >> 20} MB "
+                    "read so far); refused as a possible decompression bomb",
+                    file=name,
+                    expected=f"real data (set {MAX_EXPANDED_ENV} or --max-expanded-mb to accept it anyway)",
+                )
             if total > limit:
                 raise DataError(
                     f"expands beyond {round(limit / (1 << 20), 2):g} MB; refused as a possible decompression bomb",
