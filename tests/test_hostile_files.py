@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 import time
@@ -189,3 +190,139 @@ def test_parquet_declaring_huge_row_groups_is_refused(tmp_path: Path, monkeypatc
         read_votes(votes)
     monkeypatch.delenv(MAX_EXPANDED_ENV)
     assert [r.name for r in read_runs(path)] == ["big"]
+
+
+# ---- 2. no traceback, ever --------------------------------------------------------------------
+def deep_json(depth: int, key: str, rest: str) -> str:
+    return "{" + f'"{key}":' + "[" * depth + "]" * depth + rest + "}\n"
+
+
+HOSTILE_RUNS: dict[str, tuple[bytes, str]] = {
+    "nested.jsonl": (
+        deep_json(100_000, "qid", ', "docid": "d1", "score": 1').encode(),
+        "nested.jsonl, line 1: nesting too deep",
+    ),
+    "nested1000.jsonl": (
+        b'{"qid": "q1", "docid": "d0", "score": 1}\n' + deep_json(1_000, "qid", ', "docid": "d1", "score": 1').encode(),
+        "nested1000.jsonl, line 2: nesting too deep",
+    ),
+}
+
+
+def parquet_bytes(columns: dict[str, list[object]]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = pa.BufferOutputStream()
+    pq.write_table(pa.table(columns), sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+@pytest.mark.parametrize(
+    ("filename", "content", "message"),
+    [
+        *((n, c, m) for n, (c, m) in HOSTILE_RUNS.items()),
+        (
+            "list.parquet",
+            parquet_bytes({"qid": [["q1"]], "docid": ["d1"], "score": [1.0]}),
+            "list.parquet: column 'qid' holds list<element: string> values (expected qid as strings (or integers))",
+        ),
+        (
+            "struct.parquet",
+            parquet_bytes({"qid": ["q1"], "docid": [{"a": 1}], "score": [1.0]}),
+            "struct.parquet: column 'docid' holds struct<a: int64> values",
+        ),
+        (
+            "lscore.parquet",
+            parquet_bytes({"qid": ["q1"], "docid": ["d1"], "score": [[1.0]]}),
+            "lscore.parquet: column 'score' holds list<element: double> values (expected score as numbers)",
+        ),
+    ],
+)
+def test_hostile_runs_one_line_on_evaluate_and_fuse(
+    tmp_path: Path, filename: str, content: bytes, message: str
+) -> None:
+    bad, qrels = tmp_path / filename, tmp_path / "q.txt"
+    bad.write_bytes(content)
+    qrels.write_bytes(QRELS)
+    with pytest.raises(DataError, match=message.replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")):
+        read_runs(bad)
+    assert message in one_error_line(cli("evaluate", "--run", str(bad), "--qrels", str(qrels)))
+    good = tmp_path / "good.trec"
+    good.write_bytes(RUN)
+    assert message in one_error_line(cli("fuse", str(bad), str(good)))
+
+
+@pytest.mark.parametrize(
+    ("filename", "content", "message"),
+    [
+        (
+            "deep.jsonl",
+            deep_json(100_000, "model_a", ', "model_b": "b", "winner": "model_a"').encode(),
+            "line 1: nesting too deep",
+        ),
+        ("deep.json", b"[" * 100_000 + b"]" * 100_000, "deep.json: nesting too deep to read"),
+        (
+            "nested.parquet",
+            parquet_bytes({"model_a": [["a"]], "model_b": ["b"], "winner": ["model_a"]}),
+            "nested.parquet: column 'model_a' holds list<element: string> values",
+        ),
+    ],
+)
+def test_hostile_votes_one_line_on_leaderboard(tmp_path: Path, filename: str, content: bytes, message: str) -> None:
+    bad = tmp_path / filename
+    bad.write_bytes(content)
+    with pytest.raises(DataError, match=re.escape(message)):
+        read_votes(bad)
+    assert message in one_error_line(cli("leaderboard", str(bad)))
+
+
+def test_unexpected_errors_are_one_line_and_debug_shows_the_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import core.cli.evaluate
+    from core.__main__ import main
+
+    def boom(args: object) -> int:
+        raise ZeroDivisionError("division by zero\nsecond line")
+
+    monkeypatch.setattr(core.cli.evaluate, "run", boom)
+    argv = ["evaluate", "--run", "r", "--qrels", "q"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "error: unexpected ZeroDivisionError: division by zero second line (run with --debug for the traceback)\n"
+    )
+    assert main(["--debug", *argv]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback (most recent call last)" in err and err.endswith("(run with --debug for the traceback)\n")
+    for exc, text in ((MemoryError(), "too large"), (RecursionError(), "nested too deeply")):
+
+        def raiser(args: object, exc: BaseException = exc) -> int:
+            raise exc
+
+        monkeypatch.setattr(core.cli.evaluate, "run", raiser)
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and text in err and err.count("\n") == 1
+
+
+def test_reader_memory_errors_name_the_file(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import core.io.runs
+
+    def exhausted(*args: object, **kwargs: object) -> object:
+        raise MemoryError
+
+    path = tmp_path / "huge.csv"
+    path.write_bytes(b"qid,docid,score\nq1,d1,1\n")
+    monkeypatch.setattr(core.io.runs, "_read_delimited", exhausted)
+    with pytest.raises(DataError, match=r"^huge\.csv: file too large to load in the available memory$"):
+        read_runs(path)
+
+
+def test_long_messages_are_capped(capsys: pytest.CaptureFixture[str]) -> None:
+    from core.cli import fail
+
+    assert fail(DataError("x" * 10_000_000, file="f")) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 2100

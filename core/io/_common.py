@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import os
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, ParamSpec, TypeVar
 
 import numpy as np
 
@@ -138,6 +139,61 @@ def check_parquet_size(raw: bytes, name: str) -> None:
         )
 
 
+def json_nesting_exceeds(raw: bytes, depth: int) -> bool:
+    """True when brackets (``[``/``{``, counted inside strings too, so an over-estimate) nest
+    deeper than ``depth`` anywhere in ``raw``. Flat JSON lines (no ``[``, one ``{`` per line)
+    are settled by two byte counts; otherwise a vectorised running sum over the brackets."""
+    if not raw.count(b"[") and raw.count(b"{") <= raw.count(b"\n") + 1:
+        return depth < 1
+    codes = np.frombuffer(raw, dtype=np.uint8)
+    at = np.flatnonzero((codes == 0x5B) | (codes == 0x7B) | (codes == 0x5D) | (codes == 0x7D))
+    if not len(at):
+        return False
+    step = np.where((codes[at] == 0x5B) | (codes[at] == 0x7B), 1, -1).astype(np.int64)
+    return bool(np.cumsum(step).max() > depth)
+
+
+def check_flat_columns(table: Any, name: str, expected: dict[str, str]) -> None:
+    """Refuse a column of ``table`` (a pyarrow Table) named in ``expected`` that holds lists,
+    structs or maps: `DataError` naming the column, its type and ``expected[column]``."""
+    import pyarrow as pa
+
+    for column in table.column_names:
+        kind = table.schema.field(column).type
+        if column in expected and pa.types.is_nested(kind):
+            raise DataError(f"column {column!r} holds {kind} values", file=name, expected=expected[column])
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def refuse_exhaustion(reader: Callable[P, R]) -> Callable[P, R]:
+    """Wrap a reader ``reader(data, *, filename=...)`` so that running out of memory or
+    stack becomes a `DataError` naming the file ("file too large to load ..." / "nesting
+    too deep ..."), never a traceback."""
+
+    @functools.wraps(reader)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return reader(*args, **kwargs)
+        except MemoryError:
+            message = "file too large to load in the available memory"
+        except RecursionError:
+            message = "nesting too deep to read"
+        except Exception as exc:
+            if type(exc).__name__ != "ArrowMemoryError":  # pyarrow's allocation failure
+                raise
+            message = f"file too large to load in the available memory ({str(exc).splitlines()[0]})"
+        filename = kwargs.get("filename")
+        data = args[0] if args else kwargs.get("data")
+        if not filename and isinstance(data, (str, os.PathLike)):
+            filename = Path(data).name
+        raise DataError(message, file=str(filename) if filename else None) from None
+
+    return wrapper
+
+
 def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
     """Return ``(raw bytes, display name)``; gzip input is decompressed transparently, as a
     stream bounded by `max_expanded_bytes` (`gunzip_limited`)."""
@@ -248,6 +304,8 @@ def json_lines(
             raise DataError(
                 f"invalid JSON ({exc.msg} at column {exc.colno})", file=name, line=number, expected=expected
             ) from None
+        except RecursionError:
+            raise DataError("nesting too deep", file=name, line=number, expected=expected) from None
         if not isinstance(obj, dict):
             raise DataError("not a JSON object", file=name, line=number, expected=expected)
         yield number, obj

@@ -28,10 +28,12 @@ from core.errors import DataError
 from core.io._common import (
     LineMap,
     Source,
+    check_flat_columns,
     check_parquet_size,
     check_text,
     json_lines,
     load_bytes,
+    refuse_exhaustion,
     sniff_format,
     strip_bom,
 )
@@ -108,6 +110,7 @@ DUPLICATE_MODES: tuple[str, ...] = ("error", "keep-best")
 # ---------------------------------------------------------------------------------------
 # Runs
 # ---------------------------------------------------------------------------------------
+@refuse_exhaustion
 def read_runs(
     data: Source,
     *,
@@ -403,7 +406,16 @@ def _read_parquet(raw: bytes, display: str, aliases: dict[str, str]) -> pa.Table
         table = pq.read_table(pa.BufferReader(raw))
     except (pa.ArrowInvalid, OSError) as exc:
         raise DataError(f"not a readable Parquet file ({exc})", file=display) from None
-    return table.rename_columns(_canonical_columns(table.column_names, aliases))
+    table = table.rename_columns(_canonical_columns(table.column_names, aliases))
+    check_flat_columns(table, display, _PARQUET_EXPECTED)
+    return table
+
+
+#: the scalar type each Parquet column RankLens reads must hold
+_PARQUET_EXPECTED = {
+    **{c: f"{c} as strings (or integers)" for c in ("qid", "docid", "tag", "iter")},
+    **{c: f"{c} as numbers" for c in ("rank", "score", "relevance")},
+}
 
 
 def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None) -> pa.Table:
@@ -503,6 +515,7 @@ def _split_by_tag(
 # ---------------------------------------------------------------------------------------
 # Qrels
 # ---------------------------------------------------------------------------------------
+@refuse_exhaustion
 def read_qrels(data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None) -> Qrels:
     """Parse qrels: TREC ``qid iter docid rel`` or CSV/TSV/JSONL/Parquet with
     ``qid, docid, relevance``; grades must be integers."""
@@ -572,6 +585,7 @@ def _read_trec_qrels(raw: bytes, display: str) -> tuple[pa.Table, LineMap]:
 # ---------------------------------------------------------------------------------------
 # Answers and chunk maps
 # ---------------------------------------------------------------------------------------
+@refuse_exhaustion
 def read_answers(data: Source, *, filename: str | None = None, fmt: str | None = None) -> pd.DataFrame:
     """Answers for answer-level metrics: one row per qid with ``prediction`` and a list of
     ``references``. CSV/TSV rows ``qid,prediction,reference`` (repeat a qid for several
@@ -624,6 +638,7 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
     return frame
 
 
+@refuse_exhaustion
 def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None = None) -> pd.DataFrame:
     """A ``chunk_id,doc_id`` table (CSV/TSV/JSONL) mapping chunks to source documents."""
     raw, display = load_bytes(data, filename)

@@ -35,7 +35,13 @@ import pyarrow.parquet as pq
 
 from core.data import VOTE_OPTIONAL, VoteRowError, Votes
 from core.errors import DataError
-from core.io._common import check_parquet_size, load_bytes
+from core.io._common import (
+    check_flat_columns,
+    check_parquet_size,
+    json_nesting_exceeds,
+    load_bytes,
+    refuse_exhaustion,
+)
 
 EXPECTED = "columns model_a, model_b, winner (or preference)[, judge, category, timestamp, weight]"
 #: the outcome columns: the arena's ``winner`` and BixArena's raw ``preference`` (same values)
@@ -84,6 +90,7 @@ def _sniff(raw: bytes, filename: str | None) -> str:
     return "csv"
 
 
+@refuse_exhaustion
 def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, fmt: str | None = None) -> Votes:
     """Parse votes (bytes, a path, or text containing newlines) into a validated `Votes`."""
     raw, name = _load(data, filename)
@@ -246,10 +253,16 @@ def _json_array(raw: bytes, name: str) -> pa.Table:
     return _rows_table(rows, name, None)
 
 
+#: deeper JSON goes to Python's reader, which refuses it with its line ("nesting too deep")
+_ARROW_MAX_NESTING = 32
+
+
 def _arrow_jsonl(raw: bytes) -> pa.Table | None:
     """JSON lines as Arrow reads them, with the vote columns as strings; None when Arrow cannot
     read the file as one table holding ``model_a, model_b`` and an outcome column (``winner``
     or ``preference``) with scalar values."""
+    if json_nesting_exceeds(raw, _ARROW_MAX_NESTING):  # Arrow's reader overflows its stack (a crash)
+        return None
     try:
         table = pajson.read_json(io.BytesIO(raw), read_options=pajson.ReadOptions(block_size=1 << 24))
     except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
@@ -269,6 +282,8 @@ def _python_jsonl(lines: list[bytes], nonblank: list[int], name: str) -> tuple[p
             raise DataError(
                 f"invalid JSON ({exc.msg})", file=name, line=k + 1, expected="one JSON object per line"
             ) from None
+        except RecursionError:
+            raise DataError("nesting too deep", file=name, line=k + 1, expected="one JSON object per line") from None
         if not isinstance(obj, dict):
             raise DataError("a line must hold one JSON object", file=name, line=k + 1, expected="{...}")
         rows.append(obj)
@@ -332,4 +347,6 @@ def _read_parquet(raw: bytes, name: str) -> pa.Table:
     missing = _missing(table.column_names)
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)}", file=name, expected=EXPECTED)
-    return table.select([c for c in table.column_names if c in _KEPT])
+    table = table.select([c for c in table.column_names if c in _KEPT])
+    check_flat_columns(table, name, {c: f"{c} as scalar values (strings or numbers)" for c in _KEPT})
+    return table
