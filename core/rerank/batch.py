@@ -36,6 +36,7 @@ from core.rerank.errors import StrictOutputError
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import resolve_params
 from core.rerank.trace import RECORD_COLUMNS, CallRecord
+from core.rerank.transport import BREAKER_THRESHOLD, CircuitBreaker, enter_scope, leave_scope
 
 T = TypeVar("T")
 
@@ -184,13 +185,18 @@ def rerank_candidates(
     prices: Prices | None = None,
     progress: Progress | None = None,
     name: str | None = None,
+    breaker: int = BREAKER_THRESHOLD,
 ) -> BatchResult:
     """Rerank every query of ``cands`` with ``strategy`` on ``provider`` (its synchronous
     operations when ``concurrency <= 1``, else its async ones; ``aclose`` at the end).
 
     ``strict``: ranksmith's contract, a passage over ``max_chars`` or an invalid model answer
     fails its query (reported in ``errors``, scored 0) instead of being truncated or replaced
-    by a fallback after the provider's re-asks."""
+    by a fallback after the provider's re-asks.
+
+    ``breaker``: after that many consecutive connection failures across the batch (0: never) the
+    run stops: every query not yet done fails at once (keeping its first-stage order in
+    ``full_run``) and a note says so; replies already received stay in the provider's cache."""
     params = {k: v for k, v in (params or {}).items() if v is not None}
     resolve_params(strategy, params)  # bad parameters fail the whole batch up front
     est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params, prices)
@@ -231,29 +237,36 @@ def rerank_candidates(
         if isinstance(exc, StrictOutputError):
             invalid_output.add(q.qid)
 
+    circuit = CircuitBreaker(breaker)
     t0 = time.perf_counter()
     if concurrency <= 1:
-        for q in cands.queries:
-            try:
-                results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
-            except Exception as exc:  # noqa: BLE001 - the per-query boundary: one query's failure (any provider's error) is reported in `errors` and must not lose the others
-                fail(q, exc)
-            tick_query()
+        token = enter_scope(breaker=circuit)
+        try:
+            for q in cands.queries:
+                try:
+                    results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
+                except Exception as exc:  # noqa: BLE001 - the per-query boundary: one query's failure (any provider's error) is reported in `errors` and must not lose the others
+                    fail(q, exc)
+                tick_query()
+        finally:
+            leave_scope(token)
     else:
 
         async def main() -> None:
+            token = enter_scope(breaker=circuit)  # inside the loop's task: also when run on a helper thread
             sem = asyncio.Semaphore(concurrency)
 
             async def one(q: QueryCandidates) -> None:
                 try:
                     results[q.qid] = await arerank_query(strategy, q.query, list(q.texts), provider, sem=sem, **opts(q))
-                except Exception as exc:  # noqa: BLE001 - the per-query boundary, as in the sequential loop above
+                except Exception as exc:  # noqa: BLE001 - the per-query boundary, as in the sequential loop
                     fail(q, exc)
                 tick_query()
 
             try:
                 await asyncio.gather(*(one(q) for q in cands.queries))
             finally:
+                leave_scope(token)
                 await provider.aclose()
 
         _run_coro(main())
@@ -282,6 +295,8 @@ def rerank_candidates(
             f"{len(ordered_errors)} of {cands.n_queries} queries failed: left out of the reranked run (they score 0), "
             "kept in their first-stage order in the full run"
         )
+    if circuit.is_open:
+        notes.insert(0, circuit.message)
     if invalid_output:
         notes.append(
             f"{len(invalid_output)} queries failed on invalid model output (strict mode: not re-asked or repaired; "

@@ -33,6 +33,7 @@ from core.rerank.errors import DocumentTooLongError, InvalidOutputError, StrictO
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import Op, Outcome, make_strategy, resolve_params
 from core.rerank.trace import CallRecord, OpTrace, QueryTrace
+from core.rerank.transport import QueryFailure, enter_scope, leave_scope
 
 
 # ---- validation and fallbacks -----------------------------------------------------------------
@@ -198,20 +199,32 @@ async def _call_async(
     scale: int,
     sem: asyncio.Semaphore | None,
     index: int,
+    failure: QueryFailure | None = None,
 ) -> Any:
-    """One operation of a concurrent batch (``index`` fixed when the batch starts), holding ``sem``."""
+    """One operation of a concurrent batch (``index`` fixed when the batch starts), holding ``sem``
+    (the provider may release it while it sleeps between retries: `core.rerank.transport.CallScope`).
+    ``failure`` is the query's flag: set when this operation fails, and seen by its siblings,
+    which then send nothing more."""
     trace = OpTrace(qtrace, op, index)
     t0 = time.perf_counter()
     answer, error = None, None
+    token = enter_scope(slot=sem, failure=failure)
     try:
-        if sem is None:
-            answer = await _aask(provider, query, texts, op, trace)
-        else:
-            async with sem:
+        try:
+            if sem is None:
                 answer = await _aask(provider, query, texts, op, trace)
-    except InvalidOutputError as exc:
-        error = exc
-    return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
+            else:
+                async with sem:
+                    answer = await _aask(provider, query, texts, op, trace)
+        except InvalidOutputError as exc:
+            error = exc
+        return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
+    except BaseException:
+        if failure is not None:
+            failure.failed = True
+        raise
+    finally:
+        leave_scope(token)
 
 
 # ---- one query --------------------------------------------------------------------------------
@@ -374,23 +387,25 @@ async def arerank_query(
     **params: Any,
 ) -> QueryResult:
     """Rerank one query with asyncio: the ops of one batch run concurrently under ``sem``
-    (options as `rerank_query`; in strict mode the first invalid answer of a batch fails the
-    query, while the batch's other calls, already sent, still finish and are logged)."""
+    (options as `rerank_query`; the first failure of a batch (an invalid answer in strict mode,
+    a provider error) fails the query: the batch's other calls already sent still finish and
+    are logged, those not yet sent or waiting to retry send nothing more)."""
     t0 = time.perf_counter()
     s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log)
     provider.prepare(query, s.texts)
     gen = make_strategy(name, len(s.texts), s.params)
+    failure = QueryFailure()
     try:
         batch = next(gen)
         while True:
             base = s.trace.ops
             if len(batch) == 1:
-                answers = [await _call_async(provider, query, s.texts, batch[0], s.trace, s.scale, sem, base)]
+                answers = [await _call_async(provider, query, s.texts, batch[0], s.trace, s.scale, sem, base, failure)]
             else:
                 answers = list(
                     await asyncio.gather(
                         *(
-                            _call_async(provider, query, s.texts, op, s.trace, s.scale, sem, base + i)
+                            _call_async(provider, query, s.texts, op, s.trace, s.scale, sem, base + i, failure)
                             for i, op in enumerate(batch)
                         )
                     )

@@ -35,7 +35,15 @@ from core.rerank.parsing import parse_reply
 from core.rerank.prompts import build_messages, reask_messages
 from core.rerank.provider import BaseProvider
 from core.rerank.trace import OpTrace
-from core.rerank.transport import MalformedReplyError, RetryPolicy, classify
+from core.rerank.transport import (
+    CallScope,
+    CircuitOpenError,
+    MalformedReplyError,
+    RetryPolicy,
+    SiblingFailedError,
+    classify,
+    current_scope,
+)
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
 
@@ -329,6 +337,25 @@ class OpenAIProvider(BaseProvider):
             ) from None
         return delay
 
+    def _check(self, scope: CallScope, retries: int) -> None:
+        """Before an attempt: `ProviderError` when the batch's breaker is open or a sibling call
+        of the query already failed (nothing is sent)."""
+        try:
+            scope.check()
+        except (CircuitOpenError, SiblingFailedError) as exc:
+            raise ProviderError(f"{self.name}: {exc}", attempts=retries) from None
+
+    def _count(self, scope: CallScope, exc: BaseException, retries: int) -> None:
+        """Feed the batch's breaker: a connection failure (refused, reset, cut short, timed out)
+        counts, any HTTP reply resets; `ProviderError` when this failure opens the breaker."""
+        if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one
+            try:
+                scope.connection_failed()
+            except CircuitOpenError as stop:
+                raise ProviderError(f"{self.name}: {stop}", attempts=retries + 1) from None
+        elif isinstance(exc, openai.APIStatusError):
+            scope.answered()
+
     def _retry_or_fault(self, exc: BaseException, retries: int, started: float, t0: float) -> float | Reply:
         """The wait before the next attempt (`_next_delay`); for a malformed body whose retries
         are spent, the invalid `Reply` to hand to the operation (``fault`` set) instead of an
@@ -346,14 +373,18 @@ class OpenAIProvider(BaseProvider):
         key, hit = self._cached(messages)
         if hit is not None:
             return hit
+        scope = current_scope()
         started, retries = time.monotonic(), 0
         while True:
+            self._check(scope, retries)
             t0 = time.perf_counter()
             try:
                 raw = self.client().chat.completions.with_raw_response.create(**self._request(messages))
+                scope.answered()
                 reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
                 break
             except (openai.OpenAIError, MalformedReplyError) as exc:
+                self._count(scope, exc, retries)
                 delay = self._retry_or_fault(exc, retries, started, t0)
                 if isinstance(delay, Reply):
                     return delay  # a persisting malformed body: an invalid reply, never cached
@@ -367,18 +398,22 @@ class OpenAIProvider(BaseProvider):
         key, hit = self._cached(messages)
         if hit is not None:
             return hit
+        scope = current_scope()
         started, retries = time.monotonic(), 0
         while True:
+            self._check(scope, retries)
             t0 = time.perf_counter()
             try:
                 raw = await self.aclient().chat.completions.with_raw_response.create(**self._request(messages))
+                scope.answered()
                 reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
                 break
             except (openai.OpenAIError, MalformedReplyError) as exc:
+                self._count(scope, exc, retries)
                 delay = self._retry_or_fault(exc, retries, started, t0)
                 if isinstance(delay, Reply):
                     return delay
-                await self.retry.asleep(delay)
+                await scope.asleep(self.retry.asleep, delay)  # the concurrency slot is free meanwhile
                 retries += 1
         self._store(key, reply)
         return reply

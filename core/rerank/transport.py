@@ -11,6 +11,8 @@ scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``. A retry whose delay 
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import dataclasses
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -105,3 +107,112 @@ def classify(exc: BaseException, timeout: float | None) -> tuple[bool, str, int 
             return False, "HTTP 404 not found (check the base URL, model or deployment name)", status, None
         return False, f"HTTP {status}: {exc.message}", status, None
     return False, f"{type(exc).__name__}: {exc}", None, None
+
+
+# ---- dead-server detection: the batch's circuit breaker and the current call's slot -------------
+#: Consecutive connection failures (refused, reset, cut short, timed out) after which a batch stops.
+BREAKER_THRESHOLD = 5
+
+
+class CircuitOpenError(Exception):
+    """Raised by `CallScope.check` once the batch's breaker is open (the provider turns it into
+    its `ProviderError`)."""
+
+
+class SiblingFailedError(Exception):
+    """Raised by `CallScope.check` when another call of the same query already failed: the
+    query is lost anyway, so this call is not (re)sent."""
+
+
+@dataclass
+class CircuitBreaker:
+    """Counts consecutive connection failures across a whole batch; any HTTP reply (even an
+    error status) resets the count; at ``threshold`` (0: never) it opens for good."""
+
+    threshold: int = BREAKER_THRESHOLD
+    consecutive: int = 0
+    is_open: bool = False
+
+    def success(self) -> None:
+        """The server answered: reset the count."""
+        self.consecutive = 0
+
+    def failure(self) -> bool:
+        """One more connection failure; True when the breaker is (now) open."""
+        self.consecutive += 1
+        if self.threshold and self.consecutive >= self.threshold:
+            self.is_open = True
+        return self.is_open
+
+    @property
+    def message(self) -> str:
+        """Why the run stopped."""
+        return (
+            f"the server is unreachable ({self.threshold} consecutive connection failures): the run stopped "
+            "(circuit breaker); replies already received are cached, rerun to resume"
+        )
+
+
+class QueryFailure:
+    """Set once any call of a query has failed for good (shared by its sibling calls)."""
+
+    def __init__(self) -> None:
+        self.failed = False
+
+
+@dataclass
+class CallScope:
+    """What a provider call may consult while it retries: the batch's ``breaker``, the
+    concurrency ``slot`` it holds (released during backoff sleeps) and its query's ``failure``
+    flag (set by a sibling that failed). Every part is optional."""
+
+    breaker: CircuitBreaker | None = None
+    slot: asyncio.Semaphore | None = None
+    failure: QueryFailure | None = None
+
+    def check(self) -> None:
+        """Before each attempt: `CircuitOpenError` / `SiblingFailedError` when it must not be sent."""
+        if self.breaker is not None and self.breaker.is_open:
+            raise CircuitOpenError(self.breaker.message)
+        if self.failure is not None and self.failure.failed:
+            raise SiblingFailedError("cancelled: another call of this query failed")
+
+    def connection_failed(self) -> None:
+        """Count a connection failure; `CircuitOpenError` when that opens the breaker."""
+        if self.breaker is not None and self.breaker.failure():
+            raise CircuitOpenError(self.breaker.message)
+
+    def answered(self) -> None:
+        """The server replied (any status)."""
+        if self.breaker is not None:
+            self.breaker.success()
+
+    async def asleep(self, sleep: Callable[[float], Awaitable[Any]], seconds: float) -> None:
+        """Backoff wait without holding the concurrency slot (released, then taken again)."""
+        if self.slot is None:
+            await sleep(seconds)
+            return
+        self.slot.release()
+        try:
+            await sleep(seconds)
+        finally:
+            await self.slot.acquire()
+
+
+_SCOPE: contextvars.ContextVar[CallScope] = contextvars.ContextVar("ranklens_rerank_call_scope")
+
+
+def current_scope() -> CallScope:
+    """The scope of the running call (an empty one outside a batch)."""
+    return _SCOPE.get(CallScope())
+
+
+def enter_scope(**parts: Any) -> contextvars.Token[CallScope]:
+    """Set the scope of the calls made from here on (this task / thread): the current scope
+    with ``parts`` replaced; `leave_scope` with the token restores the previous one."""
+    return _SCOPE.set(dataclasses.replace(current_scope(), **parts))
+
+
+def leave_scope(token: contextvars.Token[CallScope]) -> None:
+    """Undo `enter_scope`."""
+    _SCOPE.reset(token)

@@ -8,6 +8,7 @@ request pops the next scripted `Action` (status, content, headers, delay) if any
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
@@ -106,7 +107,9 @@ def malformed(kind: str) -> Action:
 
 
 class FakeOpenAIServer:
-    def __init__(self, responder: Callable[[dict[str, Any]], str] = oracle_reply, delay: float = 0.0) -> None:
+    def __init__(
+        self, responder: Callable[[dict[str, Any]], str] = oracle_reply, delay: float = 0.0, port: int = 0
+    ) -> None:
         self.responder = responder
         self.delay = delay
         self.script: deque[Action] = deque()
@@ -114,6 +117,7 @@ class FakeOpenAIServer:
         self.lock = threading.Lock()
         self.busy_s = 0.0
         self.dead = False
+        self.conns: set[socket.socket] = set()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -125,6 +129,8 @@ class FakeOpenAIServer:
             def setup(self) -> None:
                 super().setup()
                 self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                with outer.lock:
+                    outer.conns.add(self.connection)
 
             def do_POST(self) -> None:
                 t0 = time.perf_counter()
@@ -138,7 +144,7 @@ class FakeOpenAIServer:
                 delay = action.delay or outer.delay
                 if delay:
                     time.sleep(delay)
-                if action.reset:
+                if action.reset or outer.dead:
                     self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     self.connection.close()
                     self.close_connection = True
@@ -186,7 +192,7 @@ class FakeOpenAIServer:
                 with outer.lock:
                     outer.busy_s += time.perf_counter() - t0 - delay
 
-        self.httpd = _Server(("127.0.0.1", 0), Handler)
+        self.httpd = _Server(("127.0.0.1", port), Handler)
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
@@ -208,12 +214,17 @@ class FakeOpenAIServer:
         return self
 
     def kill(self) -> None:
-        """Stop serving and close the listening socket: later connections are refused (a dead
-        server; connections already open are dropped as their handlers return)."""
+        """Stop serving, close the listening socket (later connections are refused) and shut
+        down the open keep-alive connections: a dead server."""
         if not self.dead:
             self.dead = True
             self.httpd.shutdown()
             self.httpd.server_close()
+            with self.lock:
+                conns, self.conns = list(self.conns), set()
+            for conn in conns:  # keep-alive connections die with the server
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
 
     def __exit__(self, *exc: Any) -> None:
         self.kill()

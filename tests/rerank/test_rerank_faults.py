@@ -3,10 +3,13 @@ malformed, truncated and empty 200 bodies, connection resets, out-of-range ids."
 
 from __future__ import annotations
 
+import asyncio
 import random
+import threading
+import time
 
 import pytest
-from fake_openai_server import Action, malformed
+from fake_openai_server import SECRET, Action, FakeOpenAIServer, malformed
 
 from core.rerank import CandidateSet, QueryCandidates, rerank_candidates, run_strategy
 
@@ -148,3 +151,75 @@ def test_cli_writes_every_query_names_the_failed_and_exits_3(tmp_path, server, c
     run = read_run(str(out))
     assert run.qids == ["q0", "q1", "q2"] and len(run.to_frame()) == 12
     assert cli_main([*argv[:-4], "-o", str(out), "--format", "json"]) == 0  # all well now: exit 0
+
+
+# ---- a dead server is detected quickly ---------------------------------------------------------
+def _kill_after(srv, n_requests: int) -> threading.Thread:
+    def watch() -> None:
+        while len(srv.requests) < n_requests:
+            time.sleep(0.005)
+        srv.kill()
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    return t
+
+
+@pytest.mark.parametrize("concurrency", (1, 4))
+def test_server_killed_mid_run_stops_quickly_loses_nothing_and_resumes(tmp_path, concurrency):
+    """The production retry policy (4 retries, 0.5-8 s backoff, 60 s budget): without the breaker
+    a dead server costs ~7.5 s of backoff per request, minutes for this run."""
+    from core.rerank import ReplyCache, RetryPolicy
+    from core.rerank.openai_provider import OpenAIProvider
+
+    c = cands(12, 6)
+    cache = ReplyCache(tmp_path / "cache")
+
+    def provider(url: str) -> OpenAIProvider:
+        return OpenAIProvider(api_key=SECRET, base_url=url, model="m", timeout=2.0, retry=RetryPolicy(), cache=cache)
+
+    with FakeOpenAIServer(delay=0.01) as srv:
+        port = srv.httpd.server_address[1]
+        _kill_after(srv, 20)
+        t0 = time.monotonic()
+        res = rerank_candidates(c, "pointwise", provider(srv.base_url), concurrency=concurrency)
+        elapsed = time.monotonic() - t0
+        answered = len(srv.requests)
+    assert elapsed < 20, elapsed
+    assert res.errors and "circuit breaker" in res.notes[0]
+    assert any("5 consecutive connection failures" in e for e in res.errors.values())
+    full = res.full_run
+    assert full is not None and full.qids == [q.qid for q in c.queries]  # nothing lost
+    assert full.meta["failed_queries"] == res.failed and set(res.failed) | set(res.results) == set(full.qids)
+    # a rerun on a live server at the same address resumes: every reply already received is cached
+    with FakeOpenAIServer(port=port) as again:
+        res2 = rerank_candidates(c, "pointwise", provider(again.base_url), concurrency=concurrency)
+        assert not res2.errors and res2.usage.cache_hits >= answered - concurrency - 1
+        assert len(again.requests) == 72 - res2.usage.cache_hits
+
+
+def test_backoff_sleep_releases_the_concurrency_slot(server, make_provider):
+    """2 slots, 6 one-call queries; the first two calls get a 500 and wait 0.3 s to retry: during
+    that wait the 4 other queries are served on the freed slots."""
+    from core.rerank import RetryPolicy
+
+    seen: list[int] = []
+
+    async def asleep(seconds: float) -> None:
+        await asyncio.sleep(0.3)
+        seen.append(len(server.requests))  # requests the server had when this wait ended
+
+    server.push(Action(status=500), Action(status=500))
+    retry = RetryPolicy(max_retries=3, base_delay=0.01, jitter=0.0, asleep=asleep)
+    res = rerank_candidates(cands(6, 3), "rankgpt", make_provider(retry=retry), concurrency=2)
+    assert not res.errors and len(seen) == 2
+    assert seen[0] >= 6  # the other 4 queries were served while both failed calls were waiting
+
+
+def test_siblings_of_a_failed_query_send_nothing_more(server, make_provider, sleeps):
+    """pointwise: 6 grade calls of one query in one batch on 1 slot; the first call's 400 fails the
+    query, the 5 siblings waiting for the slot never send."""
+    server.push(Action(status=400))
+    res = rerank_candidates(cands(1, 6), "pointwise", make_provider(), concurrency=2)
+    assert res.failed == ["q0"] and "HTTP 400" in res.errors["q0"]
+    assert len(server.requests) <= 2  # the failing call and at most the one already in flight beside it
