@@ -82,6 +82,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     pv.add_argument("--max-retries", type=int, default=4, help="transport retries (429/5xx/timeouts)")
     pv.add_argument("--concurrency", type=int, default=8)
+    pv.add_argument(
+        "--breaker",
+        type=int,
+        default=5,
+        help="stop the run after N consecutive connection failures (default 5, 0 = never); unfinished "
+        "queries keep their first-stage order, cached replies let a rerun resume",
+    )
     pv.add_argument("--input-price", type=float, default=0.0, help="USD per 1M prompt tokens")
     pv.add_argument("--output-price", type=float, default=0.0, help="USD per 1M completion tokens")
     pv.add_argument("--cache-dir", default=".ranklens_cache")
@@ -226,6 +233,7 @@ def run(args: argparse.Namespace) -> int:
         strict=args.strict,
         shuffle_seed=args.shuffle_seed,
         prices=prices,
+        breaker=args.breaker,
     )
 
     def progress(state: ProgressState) -> None:
@@ -244,8 +252,11 @@ def run(args: argparse.Namespace) -> int:
     for r in results:
         for qid, err in r.errors.items():
             print(f"warning: {r.strategy}: query {qid}: {err}", file=sys.stderr)
+        for warning in r.warnings:
+            print(f"warning: {r.strategy}: {warning}", file=sys.stderr)
         for note in r.notes:
-            print(f"note: {r.strategy}: {note}", file=sys.stderr)
+            if note not in r.warnings:
+                print(f"note: {r.strategy}: {note}", file=sys.stderr)
     if args.log:
         with open(args.log, "w", encoding="utf-8") as fh:
             for r in results:

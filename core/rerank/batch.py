@@ -40,6 +40,9 @@ from core.rerank.transport import BREAKER_THRESHOLD, CircuitBreaker, enter_scope
 
 T = TypeVar("T")
 
+#: Above this share of invalid replies (invalid replies / calls, re-asks included) a batch warns.
+INVALID_RATE_WARNING = 0.2
+
 
 @dataclass(frozen=True)
 class ProgressState:
@@ -74,6 +77,7 @@ class BatchResult:
     notes: list[str] = field(default_factory=list)
     failed_logs: dict[str, list[CallRecord]] = field(default_factory=dict)
     full_run: Run | None = None
+    warnings: list[str] = field(default_factory=list)  # alarming findings (also first in ``notes``)
 
     @property
     def failed(self) -> list[str]:
@@ -194,6 +198,8 @@ def rerank_candidates(
     fails its query (reported in ``errors``, scored 0) instead of being truncated or replaced
     by a fallback after the provider's re-asks.
 
+    Above `INVALID_RATE_WARNING` invalid replies per call, ``warnings`` (and ``notes``) say so.
+
     ``breaker``: after that many consecutive connection failures across the batch (0: never) the
     run stops: every query not yet done fails at once (keeping its first-stage order in
     ``full_run``) and a note says so; replies already received stay in the provider's cache."""
@@ -295,8 +301,16 @@ def rerank_candidates(
             f"{len(ordered_errors)} of {cands.n_queries} queries failed: left out of the reranked run (they score 0), "
             "kept in their first-stage order in the full run"
         )
+    warnings = []
     if circuit.is_open:
-        notes.insert(0, circuit.message)
+        warnings.append(circuit.message)
+    if usage.invalid_rate > INVALID_RATE_WARNING:
+        warnings.append(
+            f"{usage.invalid:,} of {usage.calls:,} replies ({usage.invalid_rate:.0%}) were invalid, above the "
+            f"{INVALID_RATE_WARNING:.0%} alarm: {usage.fallbacks:,} answers are fallbacks, not the model's "
+            "(check the model, prompt format and JSON mode)"
+        )
+    notes[:0] = warnings
     if invalid_output:
         notes.append(
             f"{len(invalid_output)} queries failed on invalid model output (strict mode: not re-asked or repaired; "
@@ -314,4 +328,5 @@ def rerank_candidates(
         notes,
         failed_logs=failed_logs,
         full_run=full_run,
+        warnings=warnings,
     )

@@ -223,3 +223,27 @@ def test_siblings_of_a_failed_query_send_nothing_more(server, make_provider, sle
     res = rerank_candidates(cands(1, 6), "pointwise", make_provider(), concurrency=2)
     assert res.failed == ["q0"] and "HTTP 400" in res.errors["q0"]
     assert len(server.requests) <= 2  # the failing call and at most the one already in flight beside it
+
+
+# ---- alarming invalid rates are said out loud ----------------------------------------------------
+def test_invalid_rate_above_the_alarm_warns(tmp_path, capsys):
+    from core.__main__ import main as cli_main
+    from core.rerank.batch import INVALID_RATE_WARNING
+
+    with FakeOpenAIServer(responder=lambda body: '{"selected": [99]}') as srv:  # every select answer wrong
+        path = tmp_path / "cands.jsonl"
+        path.write_text(cands(3, 8).to_jsonl())
+        argv = ["rerank", "--input", str(path), "--provider", "openai", "--base-url", srv.base_url]
+        argv += ["--no-cache", "--strategy", "tourrank", "--rounds", "1", "--format", "json"]
+        assert cli_main(argv) == 0  # fallbacks, no failed query
+    err = capsys.readouterr().err
+    assert INVALID_RATE_WARNING == 0.2
+    assert "warning: tourrank: " in err and "(100%) were invalid, above the 20% alarm" in err
+
+
+def test_invalid_rate_warning_in_batch_result(server, make_provider):
+    server.push(Action(content="nope"), Action(content="nope"))  # 2 of 4 calls invalid: 50%
+    res = rerank_candidates(cands(3, 4), "rankgpt", make_provider(), concurrency=1)
+    assert res.warnings and res.notes[0] == res.warnings[0] and "2 of 4 replies (50%) were invalid" in res.warnings[0]
+    quiet = rerank_candidates(cands(3, 4), "rankgpt", make_provider(), concurrency=1)
+    assert quiet.warnings == [] and quiet.usage.invalid == 0
