@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.rerank.accounting import Estimate, Prices, Usage, estimate, percentile
-    from core.rerank.batch import BatchResult, Progress, ProgressState, rerank_candidates
+    from core.rerank.batch import INVALID_RATE_WARNING, BatchResult, Progress, ProgressState, rerank_candidates
     from core.rerank.cache import DEFAULT_DIR as CACHE_DIR
     from core.rerank.cache import ReplyCache
     from core.rerank.candidates import CandidateSet, QueryCandidates
@@ -50,12 +50,15 @@ if TYPE_CHECKING:
         tourrank_plan,
     )
     from core.rerank.trace import CallRecord, OpTrace, QueryTrace
-    from core.rerank.transport import RetryPolicy
+    from core.rerank.transport import BREAKER_THRESHOLD, RetryPolicy
 
 #: public name -> (submodule, attribute)
 _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("accounting", n) for n in ("Estimate", "Prices", "Usage", "estimate", "percentile")},
-    **{n: ("batch", n) for n in ("BatchResult", "Progress", "ProgressState", "rerank_candidates")},
+    **{
+        n: ("batch", n)
+        for n in ("BatchResult", "INVALID_RATE_WARNING", "Progress", "ProgressState", "rerank_candidates")
+    },
     "CACHE_DIR": ("cache", "DEFAULT_DIR"),
     "ReplyCache": ("cache", "ReplyCache"),
     **{n: ("candidates", n) for n in ("CandidateSet", "QueryCandidates")},
@@ -91,7 +94,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         )
     },
     **{n: ("trace", n) for n in ("CallRecord", "OpTrace", "QueryTrace")},
-    "RetryPolicy": ("transport", "RetryPolicy"),
+    **{n: ("transport", n) for n in ("BREAKER_THRESHOLD", "RetryPolicy")},
 }
 
 
@@ -111,8 +114,10 @@ def __dir__() -> list[str]:
 
 
 __all__ = [
+    "BREAKER_THRESHOLD",
     "CACHE_DIR",
     "DEFAULTS",
+    "INVALID_RATE_WARNING",
     "PAPER_STAGES",
     "PROVIDERS",
     "STRATEGIES",
