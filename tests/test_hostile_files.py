@@ -326,3 +326,75 @@ def test_long_messages_are_capped(capsys: pytest.CaptureFixture[str]) -> None:
     assert fail(DataError("x" * 10_000_000, file="f")) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 2100
+
+
+# ---- 3. junk refused, not coerced -------------------------------------------------------------
+JUNK_RUNS: list[tuple[str, bytes, str]] = [
+    ("listqid.jsonl", b'{"qid": ["q1"], "docid": "d1", "score": 1}\n', "line 1: qid ['q1'] is a JSON list"),
+    (
+        "objdoc.jsonl",
+        b'{"qid": "q1", "docid": "d0", "score": 2}\n{"qid": "q1", "docid": {"a": 1}, "score": 1}\n',
+        "line 2: docid {'a': 1} is a JSON object",
+    ),
+    ("boolqid.jsonl", b'{"qid": true, "docid": "d1", "score": 1}\n', "line 1: qid True is a JSON bool"),
+    ("nulldoc.jsonl", b'{"qid": "q1", "docid": null, "score": 1}\n', "line 1: missing docid"),
+    ("nan.jsonl", b'{"qid": "q1", "docid": "d1", "score": NaN}\n', "line 1: score nan is not a number"),
+    ("inf.csv", b"qid,docid,score\nq1,d1,Infinity\n", "line 2: score inf is not a finite number"),
+    ("nan.trec", b"q1 Q0 d1 1 nan r\n", "line 1: score nan is not a finite number"),
+    ("neg.trec", b"q1 Q0 d1 1 1.0 r\nq1 Q0 d2 -1 0.5 r\n", "line 2: rank -1 is negative"),
+    ("neg.csv", b"qid,docid,rank\nq1,d1,-3\n", "line 2: rank -3 is negative"),
+    ("big.trec", b"q1 Q0 d1 99999999999999999999999 1.0 r\n", "line 1: rank '99999999999999999999999' does not fit"),
+    ("big.csv", b"qid,docid,rank\nq1,d1,99999999999999999999999\n", "line 2: rank 99999999999999991611392 does not"),
+    ("ansi.trec", b"q1 Q0 d1 1 1.0 r\nq1 Q0 d\x1b[31m2 2 0.5 r\n", "line 2: docid 'd\\x1b[31m2' contains a control"),
+    ("bel.trec", b"q\x071 Q0 d1 1 1.0 r\n", "line 1: qid 'q\\x071' contains a control character"),
+    ("nul.jsonl", b'{"qid": "q1", "docid": "d\\u00001", "score": 1}\n', "line 1: docid 'd\\x001' contains a control"),
+    ("tab.csv", b'qid,docid,score\nq1,"d\t1",1\n', "line 2: docid 'd\\t1' contains a control character"),
+    ("nl.jsonl", b'{"qid": "q1", "docid": "d\\n1", "score": 1}\n', "line 1: docid 'd\\n1' contains a control"),
+    ("nul.csv", b"qid,docid,score\nq1,d1,1\nq1,d\x002,1\n", "line 3: a NUL character"),
+    ("latin1.csv", b"qid,docid,score\nq1,caf\xe9,1\n", "line 2: undecodable byte 0xe9"),
+    ("wide.csv", b",".join(b"c%d" % i for i in range(10**6)) + b"\n1\n", "line 1: the header has 1000000 columns"),
+    ("bigid.trec", b"q1 Q0 " + b"d" * (50 << 20) + b" 1 1.0 r\n", "line 1: a field of 52428800 characters"),
+    ("bigid.csv", b"qid,docid,score\nq1," + b"d" * (50 << 20) + b",1\n", "line 2: unreadable row (field larger"),
+    ("u16.csv", "qid,docid,score\nq1,d1,1\n".encode("utf-16-le"), "looks like UTF-16 text without a byte-order"),
+]
+
+
+@pytest.mark.parametrize(("filename", "content", "message"), JUNK_RUNS, ids=[j[0] for j in JUNK_RUNS])
+def test_junk_runs_are_refused_naming_file_and_line(
+    tmp_path: Path, filename: str, content: bytes, message: str
+) -> None:
+    path = tmp_path / filename
+    path.write_bytes(content)
+    with pytest.raises(DataError) as caught:
+        read_runs(path)
+    assert str(caught.value).startswith(filename) and message in str(caught.value)
+    assert len(str(caught.value)) < 400  # a 50 MB id is not quoted whole
+    with pytest.raises(DataError) as from_bytes:
+        read_runs(content, filename=filename)
+    assert message in str(from_bytes.value)
+
+
+def test_junk_qrels_ids_refused(tmp_path: Path) -> None:
+    path = tmp_path / "q.txt"
+    path.write_bytes(b"q1 0 d1 1\nq1 0 d\x1b[0m2 0\n")
+    with pytest.raises(DataError, match=re.escape("q.txt, line 2: docid 'd\\x1b[0m2' contains a control")):
+        read_qrels(path)
+
+
+def test_utf16_with_bom_is_decoded(tmp_path: Path) -> None:
+    for codec in ("utf-16", "utf-16-be"):
+        text = "qid,docid,score\nq1,d1,2\nq1,é,1\n"
+        raw = text.encode(codec) if codec == "utf-16" else b"\xfe\xff" + text.encode(codec)
+        (run,) = read_runs(raw, filename="u.csv")
+        assert read_runs(text.encode(), filename="u.csv")[0].name == run.name
+    qrels = read_qrels("q1 0 d1 1\n".encode("utf-16"), filename="q.txt")
+    assert qrels is not None
+
+
+def test_junk_run_cli_one_line(tmp_path: Path) -> None:
+    qrels = tmp_path / "q.txt"
+    qrels.write_bytes(QRELS)
+    for filename, content, message in JUNK_RUNS[:4] + JUNK_RUNS[11:13]:
+        path = tmp_path / filename
+        path.write_bytes(content)
+        assert message in one_error_line(cli("evaluate", "--run", str(path), "--qrels", str(qrels)))

@@ -153,6 +153,40 @@ def json_nesting_exceeds(raw: bytes, depth: int) -> bool:
     return bool(np.cumsum(step).max() > depth)
 
 
+def first_control_row(column: Any) -> int | None:
+    """The first row of a pyarrow string column holding a C0 control character (U+0000 to
+    U+001F: NUL, tab, newline, ESC of ANSI sequences...), or None. The common clean case costs
+    one vectorised minimum over the string bytes; only a dirty column is searched row by row."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
+        return None
+    dtype = np.int64 if pa.types.is_large_string(column.type) else np.int32
+    dirty = False
+    for chunk in getattr(column, "chunks", [column]):
+        if not len(chunk):
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=dtype)[chunk.offset : chunk.offset + len(chunk) + 1]
+        data = chunk.buffers()[2]
+        if data is None or offsets[-1] == offsets[0]:
+            continue
+        if np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]].min() < 0x20:
+            dirty = True
+            break
+    if not dirty:
+        return None
+    mask = pc.fill_null(pc.match_substring_regex(column, "[\\x00-\\x1f]"), False)
+    index = pc.index(mask, True).as_py()
+    return None if index is None or index < 0 else int(index)
+
+
+def quoted(value: object, limit: int = 40) -> str:
+    """``repr(value)``, cut to about ``limit`` characters (error messages quoting user data)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + f"... ({len(str(value))} characters)"
+
+
 def check_flat_columns(table: Any, name: str, expected: dict[str, str]) -> None:
     """Refuse a column of ``table`` (a pyarrow Table) named in ``expected`` that holds lists,
     structs or maps: `DataError` naming the column, its type and ``expected[column]``."""
@@ -196,7 +230,8 @@ def refuse_exhaustion(reader: Callable[P, R]) -> Callable[P, R]:
 
 def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
     """Return ``(raw bytes, display name)``; gzip input is decompressed transparently, as a
-    stream bounded by `max_expanded_bytes` (`gunzip_limited`)."""
+    stream bounded by `max_expanded_bytes` (`gunzip_limited`), and text with a UTF-16
+    byte-order mark is returned as UTF-8."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         name = filename or "<upload>"
@@ -206,7 +241,7 @@ def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
         with path.open("rb") as fh:
             if fh.read(2) == _GZIP_MAGIC:  # decompressed straight from the file
                 fh.seek(0)
-                return gunzip_limited(fh, name), name[:-3] if name.endswith(".gz") else name
+                return utf16_to_utf8(gunzip_limited(fh, name), name), name[:-3] if name.endswith(".gz") else name
             fh.seek(0)
             raw = fh.read()
     else:
@@ -216,7 +251,7 @@ def load_bytes(data: Source, filename: str | None = None) -> tuple[bytes, str]:
         raw = gunzip_limited(raw, name)
         if name.endswith(".gz"):
             name = name[:-3]
-    return raw, name
+    return utf16_to_utf8(raw, name), name
 
 
 def check_text(raw: bytes, name: str, *, full: bool = False) -> None:
@@ -226,6 +261,24 @@ def check_text(raw: bytes, name: str, *, full: bool = False) -> None:
     if not raw or raw.isspace():
         raise DataError("the file is empty", file=name, expected="at least one data line")
     if b"\x00" in raw[:4096]:
+        head = raw[:4096]
+        if len(head) >= 4 and (not head[0::2].strip(b"\x00") or not head[1::2].strip(b"\x00")):
+            raise DataError(
+                "looks like UTF-16 text without a byte-order mark",
+                file=name,
+                expected="UTF-8 text: re-save the file as UTF-8",
+            )
+        nul = raw.find(b"\x00")
+        text = head.replace(b"\x00", b"")
+        few = head.count(b"\x00") <= max(1, len(head) // 100)
+        other_controls = len(text.translate(None, _C0_BUT_WHITESPACE)) != len(text)
+        if few and not other_controls and _decodes(text):
+            raise DataError(
+                "a NUL character",
+                file=name,
+                line=raw.count(b"\n", 0, nul) + 1,
+                expected="text without NUL or other control characters",
+            )
         raise DataError("the file looks binary (NUL bytes), not text", file=name)
     if not full and len(raw) > (1 << 24):
         return
@@ -238,6 +291,32 @@ def check_text(raw: bytes, name: str, *, full: bool = False) -> None:
             file=name,
             line=line,
             expected="UTF-8 text",
+        ) from None
+
+
+def _decodes(head: bytes) -> bool:
+    """True when ``head`` (the start of a file, maybe cut inside a character) is UTF-8."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start >= len(head) - 3 and exc.reason == "unexpected end of data"
+    return True
+
+
+#: C0 control bytes other than tab, newline and carriage return
+_C0_BUT_WHITESPACE = bytes(b for b in range(0x20) if b not in b"\t\n\r")
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def utf16_to_utf8(raw: bytes, name: str) -> bytes:
+    """UTF-8 bytes of ``raw`` when it starts with a UTF-16 byte-order mark, else ``raw``."""
+    if not raw.startswith(_UTF16_BOMS):
+        return raw
+    try:
+        return raw.decode("utf-16").encode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"invalid UTF-16 at byte offset {exc.start} ({exc.reason})", file=name, expected="UTF-16 or UTF-8 text"
         ) from None
 
 

@@ -31,8 +31,10 @@ from core.io._common import (
     check_flat_columns,
     check_parquet_size,
     check_text,
+    first_control_row,
     json_lines,
     load_bytes,
+    quoted,
     refuse_exhaustion,
     sniff_format,
     strip_bom,
@@ -270,16 +272,31 @@ def _diagnose_trec(raw: bytes, display: str, *, run: bool) -> None:
                 line=number,
                 expected=f"{width} whitespace-separated columns: {layout}",
             )
+        longest = max(fields, key=len)
+        if len(longest) > _BLOCK_SIZE // 2:
+            raise DataError(
+                f"a field of {len(longest)} characters ({quoted(longest)})",
+                file=display,
+                line=number,
+                expected=f"ids and values of at most {_BLOCK_SIZE // 2} characters",
+            )
         if run:
             try:
-                int(fields[3])
+                rank = int(fields[3])
             except ValueError:
                 raise DataError(
-                    f"rank {fields[3]!r} is not an integer",
+                    f"rank {quoted(fields[3])} is not an integer",
                     file=display,
                     line=number,
                     expected="an integer rank in column 4",
                 ) from None
+            if not -(2**63) <= rank < 2**63:
+                raise DataError(
+                    f"rank {quoted(fields[3])} does not fit in 64 bits",
+                    file=display,
+                    line=number,
+                    expected="an integer rank in column 4",
+                )
             try:
                 float(fields[4])
             except ValueError:
@@ -324,8 +341,20 @@ def _canonical_columns(columns: Iterable[str], aliases: dict[str, str]) -> list[
     return [aliases.get(str(c).strip().lower(), str(c).strip().lower()) for c in columns]
 
 
+#: the widest CSV/TSV table read (a run or qrels needs a handful of columns)
+MAX_COLUMNS = 1000
+_DELIMITED_BLOCK = 1 << 22
+
+
 def _read_delimited(raw: bytes, display: str, delimiter: str, aliases: dict[str, str], what: str) -> pa.Table:
     header = raw.split(b"\n", 1)[0].decode("utf-8").strip().split(delimiter)
+    if len(header) > MAX_COLUMNS:
+        raise DataError(
+            f"the header has {len(header)} columns",
+            file=display,
+            line=1,
+            expected=f"a {what} table of at most {MAX_COLUMNS} columns",
+        )
     columns = _canonical_columns(header, aliases)
     string_cols = {
         c: pa.string() for c in ("qid", "docid", "tag", "iter", "prediction", "reference", "chunk_id", "doc_id")
@@ -333,7 +362,7 @@ def _read_delimited(raw: bytes, display: str, delimiter: str, aliases: dict[str,
     try:
         table = pacsv.read_csv(
             pa.BufferReader(raw),
-            read_options=pacsv.ReadOptions(column_names=columns, skip_rows=1, block_size=1 << 22),
+            read_options=pacsv.ReadOptions(column_names=columns, skip_rows=1, block_size=_DELIMITED_BLOCK),
             parse_options=pacsv.ParseOptions(delimiter=delimiter),
             convert_options=pacsv.ConvertOptions(
                 column_types={c: t for c, t in string_cols.items() if c in columns},
@@ -349,9 +378,25 @@ def _read_delimited(raw: bytes, display: str, delimiter: str, aliases: dict[str,
 def _diagnose_delimited(raw: bytes, display: str, delimiter: str, width: int, what: str) -> None:
     check_text(raw, display, full=True)
     reader = csv.reader(io.StringIO(raw.decode("utf-8")), delimiter=delimiter)
-    for number, row in enumerate(reader, start=1):
+    number = 0
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:  # a field beyond csv.field_size_limit(), a stray NUL...
+            raise DataError(f"unreadable row ({exc})", file=display, line=reader.line_num) from None
+        number = reader.line_num
         if not row or (len(row) == 1 and not row[0].strip()):
             continue
+        longest = max(row, key=len)
+        if len(longest) > _DELIMITED_BLOCK // 2:
+            raise DataError(
+                f"a field of {len(longest)} characters ({quoted(longest)})",
+                file=display,
+                line=number,
+                expected=f"ids and values of at most {_DELIMITED_BLOCK // 2} characters",
+            )
         if len(row) != width:
             raise DataError(
                 f"found {len(row)} column(s), the header has {width}",
@@ -384,6 +429,16 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
     frame = pd.DataFrame.from_records(records)
     for c in ("qid", "docid", "tag", "iter"):
         if c in frame.columns:
+            junk = frame[c].map(type).isin((list, dict, bool, np.bool_)).to_numpy()
+            if junk.any():
+                at = int(np.flatnonzero(junk)[0])
+                value = frame[c].iloc[at]
+                value = value.item() if isinstance(value, np.generic) else value
+                raise DataError(
+                    f"{c} {quoted(value)} is a JSON {type(value).__name__.replace('dict', 'object')}",
+                    rows=(at,),
+                    expected=f"a string (or integer) {c}",
+                )
             frame[c] = frame[c].astype(str)
     for c in ("score", "rank", "relevance"):
         if c in frame.columns:
@@ -453,17 +508,45 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
             table = table.set_column(table.column_names.index(c), c, parsed)
     if "rank" in table.column_names and not pa.types.is_integer(table["rank"].type):
         ranks = table["rank"].combine_chunks().to_numpy(zero_copy_only=False).astype(float)
-        bad = ~np.isfinite(ranks) | (ranks != np.round(ranks))
+        bad = ~np.isfinite(ranks) | (ranks != np.round(ranks)) | (np.abs(ranks) >= 2.0**63)
         if bad.any():
+            value = float(ranks[np.flatnonzero(bad)[0]])
             err = DataError(
-                f"rank {float(ranks[np.flatnonzero(bad)[0]])!r} is not an integer",
+                f"rank {value!r} is not an integer"
+                if not np.isfinite(value) or value != np.round(value)
+                else f"rank {value:.0f} does not fit in 64 bits",
                 rows=(int(np.flatnonzero(bad)[0]),),
                 expected="an integer rank",
             )
             raise (lines.relocate(err, display) if lines else err.located(file=display))
+    if "rank" in table.column_names:
+        low = pc.min(table["rank"]).as_py()  # no scalar argument: pyarrow would import pandas for one
+        if low is not None and low < 0:
+            ranks = table["rank"].to_numpy()
+            row = int(np.flatnonzero(ranks < 0)[0])
+            err = DataError(
+                f"rank {table['rank'][row].as_py()!r} is negative", rows=(row,), expected="a rank of 0 or more"
+            )
+            raise (lines.relocate(err, display) if lines else err.located(file=display))
+    _refuse_control_characters(table, display, lines, ("qid", "docid", "tag"))
     if "score" not in table.column_names:  # rank only: score = -rank
         table = table.append_column("score", pc.negate(pc.cast(table["rank"], pa.float64())))
     return table
+
+
+def _refuse_control_characters(table: pa.Table, display: str, lines: LineMap | None, columns: tuple[str, ...]) -> None:
+    """Refuse ids holding control characters (NUL, tab, newline, ANSI escapes...), naming the line."""
+    for c in columns:
+        if c not in table.column_names:
+            continue
+        row = first_control_row(table[c])
+        if row is not None:
+            err = DataError(
+                f"{c} {quoted(table[c][row].as_py())} contains a control character",
+                rows=(row,),
+                expected=f"a {c} of printable characters",
+            )
+            raise (lines.relocate(err, display) if lines else err.located(file=display))
 
 
 def _distinct(col: pa.ChunkedArray) -> list[str | None]:
@@ -554,6 +637,7 @@ def read_qrels(data: Source, *, filename: str | None = None, fmt: str | None = N
                 err = DataError(f"relevance {v!r} is not an integer", rows=(i,), expected="an integer grade")
                 raise (lines.relocate(err, display) if lines else err.located(file=display)) from None
         table = table.set_column(table.column_names.index("relevance"), "relevance", pc.cast(rel, pa.int64()))
+    _refuse_control_characters(table, display, lines, ("qid", "docid"))
     try:
         return Qrels.from_table(table.select(["qid", "docid", "relevance"]), name or Path(display).stem, source=display)
     except DataError as exc:
