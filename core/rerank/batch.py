@@ -36,7 +36,7 @@ from core.rerank.errors import StrictOutputError
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import resolve_params
 from core.rerank.trace import RECORD_COLUMNS, CallRecord
-from core.rerank.transport import BREAKER_THRESHOLD, CircuitBreaker, enter_scope, leave_scope
+from core.rerank.transport import BREAKER_THRESHOLD, CircuitBreaker
 
 T = TypeVar("T")
 
@@ -231,6 +231,7 @@ def rerank_candidates(
             strict=strict,
             on_op=tick_op,
             log=logs[q.qid],
+            breaker=circuit,
             **params,
         )
 
@@ -246,20 +247,15 @@ def rerank_candidates(
     circuit = CircuitBreaker(breaker)
     t0 = time.perf_counter()
     if concurrency <= 1:
-        token = enter_scope(breaker=circuit)
-        try:
-            for q in cands.queries:
-                try:
-                    results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
-                except Exception as exc:  # noqa: BLE001 - the per-query boundary: one query's failure (any provider's error) is reported in `errors` and must not lose the others
-                    fail(q, exc)
-                tick_query()
-        finally:
-            leave_scope(token)
+        for q in cands.queries:
+            try:
+                results[q.qid] = rerank_query(strategy, q.query, list(q.texts), provider, **opts(q))
+            except Exception as exc:  # noqa: BLE001 - the per-query boundary: one query's failure (any provider's error) is reported in `errors` and must not lose the others
+                fail(q, exc)
+            tick_query()
     else:
 
         async def main() -> None:
-            token = enter_scope(breaker=circuit)  # inside the loop's task: also when run on a helper thread
             sem = asyncio.Semaphore(concurrency)
 
             async def one(q: QueryCandidates) -> None:
@@ -272,7 +268,6 @@ def rerank_candidates(
             try:
                 await asyncio.gather(*(one(q) for q in cands.queries))
             finally:
-                leave_scope(token)
                 await provider.aclose()
 
         _run_coro(main())

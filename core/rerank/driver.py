@@ -33,7 +33,7 @@ from core.rerank.errors import DocumentTooLongError, InvalidOutputError, StrictO
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import Op, Outcome, make_strategy, resolve_params
 from core.rerank.trace import CallRecord, OpTrace, QueryTrace
-from core.rerank.transport import QueryFailure, enter_scope, leave_scope
+from core.rerank.transport import CircuitBreaker, QueryFailure
 
 
 # ---- validation and fallbacks -----------------------------------------------------------------
@@ -199,16 +199,14 @@ async def _call_async(
     scale: int,
     sem: asyncio.Semaphore | None,
     index: int,
-    failure: QueryFailure | None = None,
 ) -> Any:
     """One operation of a concurrent batch (``index`` fixed when the batch starts), holding ``sem``
-    (the provider may release it while it sleeps between retries: `core.rerank.transport.CallScope`).
-    ``failure`` is the query's flag: set when this operation fails, and seen by its siblings,
-    which then send nothing more."""
-    trace = OpTrace(qtrace, op, index)
+    (the provider may release it while it sleeps between retries: the operation's `OpTrace.scope`).
+    The query's failure flag (``qtrace.failure``) is set when this operation fails and seen by its
+    siblings, which then send nothing more."""
+    trace = OpTrace(qtrace, op, index, slot=sem)
     t0 = time.perf_counter()
     answer, error = None, None
-    token = enter_scope(slot=sem, failure=failure)
     try:
         try:
             if sem is None:
@@ -220,11 +218,9 @@ async def _call_async(
             error = exc
         return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
     except BaseException:
-        if failure is not None:
-            failure.failed = True
+        if qtrace.failure is not None:
+            qtrace.failure.failed = True
         raise
-    finally:
-        leave_scope(token)
 
 
 # ---- one query --------------------------------------------------------------------------------
@@ -290,9 +286,10 @@ def _setup(
     provider: Provider,
     on_op: Callable[[], None] | None,
     log: list[CallRecord] | None,
+    breaker: CircuitBreaker | None,
 ) -> _Setup:
     """Resolve parameters, truncate, shuffle (seeded) and open the query's trace (its records
-    appended to ``log`` when given)."""
+    appended to ``log`` when given; ``breaker``: the batch's, consulted by every call)."""
     p = resolve_params(name, params)
     texts, truncated = prepare_texts([str(t) for t in passages], max_chars, strict, qid)
     n = len(texts)
@@ -308,6 +305,7 @@ def _setup(
         records=log if log is not None else [],
         on_op=on_op,
         strict=strict,
+        breaker=breaker,
     )
     scale = p["scale"] if name == "pointwise" else provider.scale
     return _Setup(p, shown_texts, perm, truncated, trace, scale)
@@ -344,6 +342,7 @@ def rerank_query(
     strict: bool = False,
     on_op: Callable[[], None] | None = None,
     log: list[CallRecord] | None = None,
+    breaker: CircuitBreaker | None = None,
     **params: Any,
 ) -> QueryResult:
     """Rerank one query synchronously (calls one at a time, in strategy order).
@@ -356,7 +355,7 @@ def rerank_query(
     that fails (on success it is ``QueryResult.records``).
     """
     t0 = time.perf_counter()
-    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log)
+    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log, breaker)
     provider.prepare(query, s.texts)
     gen = make_strategy(name, len(s.texts), s.params)
     try:
@@ -384,6 +383,7 @@ async def arerank_query(
     sem: asyncio.Semaphore | None = None,
     on_op: Callable[[], None] | None = None,
     log: list[CallRecord] | None = None,
+    breaker: CircuitBreaker | None = None,
     **params: Any,
 ) -> QueryResult:
     """Rerank one query with asyncio: the ops of one batch run concurrently under ``sem``
@@ -391,21 +391,21 @@ async def arerank_query(
     a provider error) fails the query: the batch's other calls already sent still finish and
     are logged, those not yet sent or waiting to retry send nothing more)."""
     t0 = time.perf_counter()
-    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log)
+    s = _setup(name, passages, params, shuffle_seed, max_chars, strict, qid, labels, provider, on_op, log, breaker)
     provider.prepare(query, s.texts)
     gen = make_strategy(name, len(s.texts), s.params)
-    failure = QueryFailure()
+    s.trace.failure = QueryFailure()
     try:
         batch = next(gen)
         while True:
             base = s.trace.ops
             if len(batch) == 1:
-                answers = [await _call_async(provider, query, s.texts, batch[0], s.trace, s.scale, sem, base, failure)]
+                answers = [await _call_async(provider, query, s.texts, batch[0], s.trace, s.scale, sem, base)]
             else:
                 answers = list(
                     await asyncio.gather(
                         *(
-                            _call_async(provider, query, s.texts, op, s.trace, s.scale, sem, base + i, failure)
+                            _call_async(provider, query, s.texts, op, s.trace, s.scale, sem, base + i)
                             for i, op in enumerate(batch)
                         )
                     )

@@ -42,7 +42,6 @@ from core.rerank.transport import (
     RetryPolicy,
     SiblingFailedError,
     classify,
-    current_scope,
 )
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
@@ -368,12 +367,13 @@ class OpenAIProvider(BaseProvider):
             latency = (time.perf_counter() - t0) * 1000
             return Reply(exc.text, 0, 0, latency, False, retries, fault=f"malformed reply ({exc.what})")
 
-    def complete(self, messages: Messages) -> Reply:
-        """One chat completion (from the cache when enabled), with transport retries."""
+    def complete(self, messages: Messages, scope: CallScope | None = None) -> Reply:
+        """One chat completion (from the cache when enabled), with transport retries; ``scope``
+        (the operation's, from its `OpTrace`) holds the batch's breaker and the query's failure flag."""
         key, hit = self._cached(messages)
         if hit is not None:
             return hit
-        scope = current_scope()
+        scope = scope or CallScope()
         started, retries = time.monotonic(), 0
         while True:
             self._check(scope, retries)
@@ -393,12 +393,12 @@ class OpenAIProvider(BaseProvider):
         self._store(key, reply)
         return reply
 
-    async def acomplete(self, messages: Messages) -> Reply:
-        """Async `complete`."""
+    async def acomplete(self, messages: Messages, scope: CallScope | None = None) -> Reply:
+        """Async `complete` (the scope's concurrency slot is released during backoff sleeps)."""
         key, hit = self._cached(messages)
         if hit is not None:
             return hit
-        scope = current_scope()
+        scope = scope or CallScope()
         started, retries = time.monotonic(), 0
         while True:
             self._check(scope, retries)
@@ -462,20 +462,22 @@ class OpenAIProvider(BaseProvider):
         assert error is not None  # the loop runs at least once and every pass that does not return sets it
         raise error
 
-    def _run(self, flow: Flow) -> Any:
-        """Drive ``flow`` with synchronous requests; its return value."""
+    def _run(self, flow: Flow, trace: OpTrace | None) -> Any:
+        """Drive ``flow`` with synchronous requests in the operation's scope; its return value."""
+        scope = trace.scope if trace is not None else None
         messages = next(flow)
         while True:
             try:
-                messages = flow.send(self.complete(messages))
+                messages = flow.send(self.complete(messages, scope))
             except StopIteration as stop:
                 return stop.value
 
-    async def _arun(self, flow: Flow) -> Any:
-        """Drive ``flow`` with async requests; its return value."""
+    async def _arun(self, flow: Flow, trace: OpTrace | None) -> Any:
+        """Drive ``flow`` with async requests in the operation's scope; its return value."""
+        scope = trace.scope if trace is not None else None
         messages = next(flow)
         while True:
-            reply = await self.acomplete(messages)
+            reply = await self.acomplete(messages, scope)
             try:
                 messages = flow.send(reply)
             except StopIteration as stop:
@@ -483,25 +485,25 @@ class OpenAIProvider(BaseProvider):
 
     # the four operations, sync and async: each is `_flow` run on `complete` / `acomplete`
     def rank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
-        return self._run(self._flow("rank", query, passages, None, trace))
+        return self._run(self._flow("rank", query, passages, None, trace), trace)
 
     def compare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
-        return self._run(self._flow("compare", query, [a, b], None, trace))
+        return self._run(self._flow("compare", query, [a, b], None, trace), trace)
 
     def select(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
-        return self._run(self._flow("select", query, passages, m, trace))
+        return self._run(self._flow("select", query, passages, m, trace), trace)
 
     def grade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
-        return self._run(self._flow("grade", query, [passage], None, trace))
+        return self._run(self._flow("grade", query, [passage], None, trace), trace)
 
     async def arank(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[int]:
-        return await self._arun(self._flow("rank", query, passages, None, trace))
+        return await self._arun(self._flow("rank", query, passages, None, trace), trace)
 
     async def acompare(self, query: str, a: str, b: str, *, trace: OpTrace | None = None) -> str | None:
-        return await self._arun(self._flow("compare", query, [a, b], None, trace))
+        return await self._arun(self._flow("compare", query, [a, b], None, trace), trace)
 
     async def aselect(self, query: str, passages: list[str], m: int, *, trace: OpTrace | None = None) -> list[int]:
-        return await self._arun(self._flow("select", query, passages, m, trace))
+        return await self._arun(self._flow("select", query, passages, m, trace), trace)
 
     async def agrade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
-        return await self._arun(self._flow("grade", query, [passage], None, trace))
+        return await self._arun(self._flow("grade", query, [passage], None, trace), trace)

@@ -13,12 +13,14 @@ provider must not re-ask or repair; it raises `InvalidOutputError` on the first 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from core.rerank.strategies import Op
+from core.rerank.transport import CallScope, CircuitBreaker, QueryFailure
 
 #: Column order of `CallRecord.to_dict` (and of the call-log table).
 RECORD_COLUMNS: tuple[str, ...] = (
@@ -74,7 +76,9 @@ class CallRecord:
 class QueryTrace:
     """The log and counters of one query: records in completion order, operations finished,
     fallbacks applied; ``on_op`` is called after every operation (progress); ``strict``: invalid
-    output fails the query (no re-ask, no fallback)."""
+    output fails the query (no re-ask, no fallback); ``breaker``: the batch's circuit breaker and
+    ``failure``: the query's failed flag (async), both reaching the provider through each
+    operation's `OpTrace.scope`."""
 
     qid: str = ""
     strategy: str = ""
@@ -84,13 +88,18 @@ class QueryTrace:
     fallbacks: int = 0
     on_op: Callable[[], None] | None = None
     strict: bool = False
+    breaker: CircuitBreaker | None = None
+    failure: QueryFailure | None = None
 
 
 class OpTrace:
     """The records of one operation of one query; providers append one per model request via `add`."""
 
-    def __init__(self, query: QueryTrace, op: Op, index: int) -> None:
+    def __init__(self, query: QueryTrace, op: Op, index: int, slot: asyncio.Semaphore | None = None) -> None:
         self.query, self.op, self.index = query, op, index
+        #: what the provider consults while it retries: the batch's breaker, the query's failure
+        #: flag and the concurrency slot this operation holds (passed with the trace, explicitly)
+        self.scope = CallScope(breaker=query.breaker, slot=slot, failure=query.failure)
         self.shown = [query.labels[i] if i < len(query.labels) else str(i) for i in op.ids]
         self.records: list[CallRecord] = []
 

@@ -11,8 +11,6 @@ scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``. A retry whose delay 
 from __future__ import annotations
 
 import asyncio
-import contextvars
-import dataclasses
 import random
 import time
 from collections.abc import Awaitable, Callable
@@ -197,22 +195,3 @@ class CallScope:
             await sleep(seconds)
         finally:
             await self.slot.acquire()
-
-
-_SCOPE: contextvars.ContextVar[CallScope] = contextvars.ContextVar("ranklens_rerank_call_scope")
-
-
-def current_scope() -> CallScope:
-    """The scope of the running call (an empty one outside a batch)."""
-    return _SCOPE.get(CallScope())
-
-
-def enter_scope(**parts: Any) -> contextvars.Token[CallScope]:
-    """Set the scope of the calls made from here on (this task / thread): the current scope
-    with ``parts`` replaced; `leave_scope` with the token restores the previous one."""
-    return _SCOPE.set(dataclasses.replace(current_scope(), **parts))
-
-
-def leave_scope(token: contextvars.Token[CallScope]) -> None:
-    """Undo `enter_scope`."""
-    _SCOPE.reset(token)
