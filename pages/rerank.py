@@ -361,8 +361,18 @@ if len(ran) > 1 and q_for_metrics is not None:
 names = [r.strategy for r in outcome.results]
 chosen = st.selectbox("Result", names, key="rr_show") if len(names) > 1 else names[0]
 res = outcome.results[names.index(chosen)]
+for warning in res.warnings:  # alarming invalid-reply rate, circuit breaker stop
+    st.warning(ui.escape_markdown(warning))
 for note in res.notes:
-    st.info(ui.escape_markdown(note))
+    if note not in res.warnings:
+        st.info(ui.escape_markdown(note))
+if res.failed:
+    st.error(
+        ui.escape_markdown(
+            f"{len(res.failed):,} of {len(res.failed) + len(res.results):,} queries failed; they keep their "
+            "first-stage order in the downloaded run."
+        )
+    )
 for qid, err in list(res.errors.items())[:SHOWN_ERRORS]:
     st.warning(ui.escape_markdown(f"Query {qid} failed: {err}"))
 if len(res.errors) > SHOWN_ERRORS:
@@ -430,7 +440,7 @@ right.dataframe(after_list, hide_index=True, width="stretch", height=420)
 figure = movement_figure(list(before["docid"]), list(after_list["docid"]), grades, top=20, title=f"Movement for {qid}")
 st.plotly_chart(figure, width="stretch")
 ui.download_text(
-    lambda: write_trec_run(reranked_run, None, tag=f"ranklens-{res.strategy}") or "",
+    lambda: write_trec_run(res.full_run or reranked_run, None, tag=f"ranklens-{res.strategy}") or "",
     f"reranked_{res.strategy}.trec",
     "Download reranked run (TREC)",
     key="rr_dl_trec",

@@ -183,6 +183,7 @@ def test_strict_fails_a_query_with_an_over_long_passage_and_the_per_query_table_
     assert not at.exception, [e.value for e in at.exception]
     assert any("q2" in w.value and "400 characters" in w.value for w in at.warning)
     assert any("1 of 3 queries failed" in i.value for i in at.info)
+    assert any("1 of 3 queries failed; they keep their first-stage order" in e.value for e in at.error)
     per_query = next(d.value for d in at.dataframe if "status" in d.value.columns)
     assert per_query["qid"].tolist() == ["q2", "q1", "q3"]
     assert per_query["status"].tolist() == ["failed", "ok", "ok"]
