@@ -398,3 +398,45 @@ def test_junk_run_cli_one_line(tmp_path: Path) -> None:
         path = tmp_path / filename
         path.write_bytes(content)
         assert message in one_error_line(cli("evaluate", "--run", str(path), "--qrels", str(qrels)))
+
+
+JUNK_VOTES: list[tuple[str, bytes, str]] = [
+    ("ansi.csv", b"model_a,model_b,winner\na,b,tie\na\x1b[31m,b,model_a\n", "line 3: model_a 'a\\x1b[31m' contains"),
+    ("nul.jsonl", b'{"model_a": "a\\u0000x", "model_b": "b", "winner": "model_a"}\n', "line 1: model_a 'a\\x00x'"),
+    (
+        "obj.jsonl",
+        b'{"model_a": {"x": 1}, "model_b": "b", "winner": "model_a"}\n',
+        "line 1: model_a {'x': 1} is a JSON",
+    ),
+    (
+        "list.jsonl",
+        b'{"model_a": "a", "model_b": ["b"], "winner": "model_a"}\n',
+        "line 1: model_b ['b'] is a JSON list",
+    ),
+    (
+        "nanw.csv",
+        b"model_a,model_b,winner,weight\na,b,model_a,nan\n",
+        "line 2: weight nan is not a non-negative finite",
+    ),
+    ("latin1.csv", b"model_a,model_b,winner\ncaf\xe9,b,model_a\n", "line 2: undecodable byte 0xe9"),
+    ("u16.csv", "model_a,model_b,winner\na,b,model_a\n".encode("utf-16-le"), "looks like UTF-16 text without a"),
+]
+
+
+@pytest.mark.parametrize(("filename", "content", "message"), JUNK_VOTES, ids=[j[0] for j in JUNK_VOTES])
+def test_junk_votes_are_refused_naming_file_and_line(
+    tmp_path: Path, filename: str, content: bytes, message: str
+) -> None:
+    path = tmp_path / filename
+    path.write_bytes(content)
+    with pytest.raises(DataError) as caught:
+        read_votes(path)
+    assert str(caught.value).startswith(filename) and message in str(caught.value)
+    assert message in one_error_line(cli("leaderboard", str(path)))
+
+
+def test_votes_blank_weight_is_still_one_and_utf16_bom_decoded() -> None:
+    votes = read_votes(b"model_a,model_b,winner,weight\na,b,model_a,\na,b,model_b,2\n", filename="w.csv")
+    assert votes.table["weight"].to_pylist() == [1.0, 2.0]
+    votes = read_votes("model_a,model_b,winner\na,b,model_a\n".encode("utf-16"), filename="u.csv")
+    assert sorted(votes.models) == ["a", "b"]

@@ -38,8 +38,11 @@ from core.errors import DataError
 from core.io._common import (
     check_flat_columns,
     check_parquet_size,
+    check_text,
+    first_control_row,
     json_nesting_exceeds,
     load_bytes,
+    quoted,
     refuse_exhaustion,
 )
 
@@ -97,6 +100,8 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
     fmt = (fmt or _sniff(raw, filename or (None if name == "<votes>" else name))).lower()
     label = Path(name).name if name != "<votes>" else name
     lines: Callable[[int], int] | None  # 0-based row -> 1-based line of the file (None: no lines)
+    if fmt != "parquet" and raw.strip():
+        check_text(raw, name)  # NUL bytes, UTF-16 without a byte-order mark, bad UTF-8: named
     if fmt in ("csv", "tsv"):
         table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",")
     elif fmt in ("jsonl", "json", "ndjson"):
@@ -110,6 +115,7 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
             "no votes in the file", file=name, line=1 if lines is not None else None, expected="at least one vote"
         )
     try:
+        _refuse_control_characters(table, name)
         return _votes(table, label, name)
     except VoteRowError as exc:
         if lines is None:
@@ -121,6 +127,25 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
                 exc.message, file=name, line=1 if fmt in ("csv", "tsv") else None, expected=exc.expected
             ) from None
         raise
+
+
+#: columns whose values are names (refused when JSON gives a list, an object or a boolean)
+_NAMED_COLS = ("model_a", "model_b", *OUTCOME_COLUMNS)
+
+
+def _refuse_control_characters(table: pa.Table, name: str) -> None:
+    """A `VoteRowError` for the first model name, outcome, judge or category holding a control
+    character (NUL, tab, newline, ANSI escapes...)."""
+    for c in ("model_a", "model_b", *OUTCOME_COLUMNS, "judge", "category"):
+        if c in table.column_names:
+            row = first_control_row(table[c])
+            if row is not None:
+                raise VoteRowError(
+                    f"{c} {quoted(table[c][row].as_py())} contains a control character",
+                    row=row,
+                    file=name,
+                    expected=f"a {c} of printable characters",
+                )
 
 
 def _as_preference(exc: VoteRowError) -> VoteRowError:
@@ -181,6 +206,7 @@ def _read_csv(raw: bytes, name: str, delimiter: str) -> tuple[pa.Table, Callable
             parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
             convert_options=pacsv.ConvertOptions(
                 column_types=types,
+                null_values=[""],  # a blank weight is 1; "nan" or "null" is not a weight
                 strings_can_be_null=False,
                 include_columns=[c for c in names if c in _KEPT],
             ),
@@ -311,7 +337,18 @@ def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | Non
     for col in _KEPT:
         if any(col in obj for obj in rows):
             vals = [obj.get(col) for obj in rows]
-            if col in _STRING_COLS:
+            if col in _STRING_COLS:  # a list/object/boolean model or outcome is junk (judge, category: text)
+                junk = next(
+                    (r for r, v in enumerate(vals) if col in _NAMED_COLS and isinstance(v, (list, dict, bool))), None
+                )
+                if junk is not None:
+                    kind = {"list": "list", "dict": "object", "bool": "boolean"}[type(vals[junk]).__name__]
+                    raise DataError(
+                        f"{col} {quoted(vals[junk])} is a JSON {kind}",
+                        file=name,
+                        line=int(line_of[junk]) if line_of is not None else None,
+                        expected=f"a string {col}",
+                    )
                 vals = [None if v is None else str(v) for v in vals]
                 cols[col] = pa.array(vals, pa.string())
             else:
