@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core.errors import DataError
 from core.io import read_qrels, read_runs, read_votes
@@ -440,3 +442,84 @@ def test_votes_blank_weight_is_still_one_and_utf16_bom_decoded() -> None:
     assert votes.table["weight"].to_pylist() == [1.0, 2.0]
     votes = read_votes("model_a,model_b,winner\na,b,model_a\n".encode("utf-16"), filename="u.csv")
     assert sorted(votes.models) == ["a", "b"]
+
+
+# ---- 4. what RankLens writes, RankLens reads --------------------------------------------------
+def test_trec_writers_refuse_ids_they_cannot_hold() -> None:
+    import pandas as pd
+
+    from core.data import Qrels, Run
+    from core.io import write_qrels, write_trec_run
+
+    for bad in ("d 1", "d\t1", "d\n1", "d\x1b[1m"):
+        run = Run.from_frame(pd.DataFrame({"qid": ["q1", "q1"], "docid": ["ok", bad], "score": [1.0, 2.0]}), "r")
+        with pytest.raises(DataError, match=re.escape(f"cannot write docid {bad!r} to a TREC run file")):
+            write_trec_run(run)
+        qrels = Qrels.from_frame(pd.DataFrame({"qid": [bad], "docid": ["d"], "relevance": [1]}))
+        with pytest.raises(DataError, match=re.escape(f"cannot write qid {bad!r} to a TREC qrels file")):
+            write_qrels(qrels)
+    spaced = Run.from_frame(pd.DataFrame({"qid": ["q1"], "docid": ["d1"], "score": [1.0]}), "my run")
+    assert write_trec_run(spaced) == "q1 Q0 d1 1 1 my_run\n"  # the tag's spaces become "_"
+
+
+def test_fuse_refuses_an_unwritable_id_in_one_line(tmp_path: Path) -> None:
+    spaced = tmp_path / "s.jsonl"
+    spaced.write_bytes(b'{"qid": "q1", "docid": "d 1", "score": 2}\n{"qid": "q1", "docid": "d2", "score": 1}\n')
+    plain = tmp_path / "p.trec"
+    plain.write_bytes(RUN)
+    line = one_error_line(cli("fuse", str(spaced), str(plain)))
+    assert "cannot write docid 'd 1' to a TREC run file" in line
+
+
+_ID = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs", "Cc", "Zl", "Zp"), blacklist_characters=" \ufeff"),
+    min_size=1,
+    max_size=8,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    rows=st.dictionaries(
+        st.tuples(_ID, _ID),
+        st.floats(allow_nan=False, allow_infinity=False, width=64),
+        min_size=1,
+        max_size=30,
+    ),
+    tag=_ID,
+)
+def test_write_trec_run_round_trips_through_read_runs(rows: dict[tuple[str, str], float], tag: str) -> None:
+    import pandas as pd
+
+    from core.data import Run
+    from core.io import write_trec_run
+
+    frame = pd.DataFrame({"qid": [q for q, _ in rows], "docid": [d for _, d in rows], "score": list(rows.values())})
+    run = Run.from_frame(frame, "written")
+    text = write_trec_run(run, tag=tag)
+    assert text is not None
+    (back,) = read_runs(text.encode("utf-8"), filename="out.trec")
+    assert back.name == tag.replace(" ", "_")
+    got = back.to_frame()
+    assert {(q, d): s for q, d, s in zip(got["qid"], got["docid"], got["score"], strict=True)} == rows
+    assert (
+        got["score"].map(float.hex)
+        == pd.Series([rows[k] for k in zip(got["qid"], got["docid"], strict=True)]).map(float.hex)
+    ).all()  # bit for bit
+
+
+@settings(max_examples=60, deadline=None)
+@given(rows=st.dictionaries(st.tuples(_ID, _ID), st.integers(-(2**62), 2**62), min_size=1, max_size=30))
+def test_write_qrels_round_trips_through_read_qrels(rows: dict[tuple[str, str], int]) -> None:
+    import pandas as pd
+
+    from core.data import Qrels
+    from core.io import write_qrels
+
+    qrels = Qrels.from_frame(
+        pd.DataFrame({"qid": [q for q, _ in rows], "docid": [d for _, d in rows], "relevance": list(rows.values())})
+    )
+    text = write_qrels(qrels)
+    assert text is not None
+    back = read_qrels(text.encode("utf-8"), filename="out.qrels.trec").frame
+    assert {(q, d): int(r) for q, d, r in zip(back["qid"], back["docid"], back["relevance"], strict=True)} == rows

@@ -153,10 +153,11 @@ def json_nesting_exceeds(raw: bytes, depth: int) -> bool:
     return bool(np.cumsum(step).max() > depth)
 
 
-def first_control_row(column: Any) -> int | None:
+def first_control_row(column: Any, *, space: bool = False) -> int | None:
     """The first row of a pyarrow string column holding a C0 control character (U+0000 to
-    U+001F: NUL, tab, newline, ESC of ANSI sequences...), or None. The common clean case costs
-    one vectorised minimum over the string bytes; only a dirty column is searched row by row."""
+    U+001F: NUL, tab, newline, ESC of ANSI sequences...; with ``space``, a space too), or None.
+    The common clean case costs one vectorised minimum over the string bytes; only a dirty
+    column is searched row by row."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -171,12 +172,12 @@ def first_control_row(column: Any) -> int | None:
         data = chunk.buffers()[2]
         if data is None or offsets[-1] == offsets[0]:
             continue
-        if np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]].min() < 0x20:
+        if np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]].min() <= (0x20 if space else 0x1F):
             dirty = True
             break
     if not dirty:
         return None
-    mask = pc.fill_null(pc.match_substring_regex(column, "[\\x00-\\x1f]"), False)
+    mask = pc.fill_null(pc.match_substring_regex(column, "[\\x00-\\x20]" if space else "[\\x00-\\x1f]"), False)
     index = pc.index(mask, True).as_py()
     return None if index is None or index < 0 else int(index)
 
@@ -350,6 +351,8 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
         return "tsv"
     if ext == "csv":
         return "csv"
+    if ext == "trec":  # what write_trec_run writes: its first qid may hold "," or start with "{"
+        return "trec"
     head = first_line(strip_bom(raw))
     if head.startswith("{"):
         return "jsonl"

@@ -774,14 +774,32 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
 # ---------------------------------------------------------------------------------------
 # Writers
 # ---------------------------------------------------------------------------------------
+def _refuse_trec_unsafe(columns: dict[str, pa.Array | pa.ChunkedArray], what: str) -> None:
+    """`DataError` naming the first id of ``columns`` that a whitespace-separated TREC file
+    cannot hold (a space or a control character)."""
+    for c, values in columns.items():
+        row = first_control_row(values, space=True)
+        if row is not None:
+            raise DataError(
+                f"cannot write {c} {quoted(values[row].as_py())} to a TREC {what} file: it holds whitespace "
+                "or a control character",
+                expected=f"{c}s without spaces, tabs or newlines (the TREC format has no quoting; rename them)",
+            )
+
+
 def write_trec_run(
     run: Run, out: str | Path | IO[str] | None = None, *, tag: str | None = None, ties: str = "trec"
 ) -> str | None:
     """Write ``qid Q0 docid rank score tag`` lines in ranked order (``ties``: ``trec`` or
     ``given``), queries in order of first appearance; returns the text when ``out`` is None.
     Scores are written with full precision (shortest round-trip form). The lines are written
-    column-wise by Arrow's CSV writer, with no Python object per row."""
+    column-wise by Arrow's CSV writer, with no Python object per row. A qid or docid holding
+    a space or a control character (tab, newline...) raises `DataError`: TREC files have no
+    quoting, so the file could not be read back (spaces in ``tag`` become ``_``)."""
     tag = (tag or run.name).replace(" ", "_") or "ranklens"
+    _refuse_trec_unsafe(
+        {"qid": pa.array(list(run.qid_values), pa.string()), "docid": run.docids, "tag": pa.array([tag])}, "run"
+    )
     n = len(run)
     rows, pos = ranked_rows(run, ties)
     table = pa.table(
@@ -816,8 +834,10 @@ def write_trec_run(
 
 
 def write_qrels(qrels: Qrels, out: str | Path | IO[str] | None = None) -> str | None:
-    """Write TREC qrels ``qid 0 docid relevance``."""
+    """Write TREC qrels ``qid 0 docid relevance``; ids holding whitespace or control
+    characters raise `DataError` (see `write_trec_run`)."""
     frame = qrels.frame
+    _refuse_trec_unsafe({c: pa.array(frame[c].astype(str).to_numpy(), pa.string()) for c in ("qid", "docid")}, "qrels")
     text = "".join(
         f"{q} 0 {d} {r}\n" for q, d, r in zip(frame["qid"], frame["docid"], frame["relevance"], strict=False)
     )
