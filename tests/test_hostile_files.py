@@ -526,3 +526,24 @@ def test_write_qrels_round_trips_through_read_qrels(rows: dict[tuple[str, str], 
     assert text is not None
     back = read_qrels(text.encode("utf-8"), filename="out.qrels.trec").frame
     assert {(q, d): int(r) for q, d, r in zip(back["qid"], back["docid"], back["relevance"], strict=True)} == rows
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["answers", "--answers", "{deep}"],
+        ["answers", "--answers", "{bomb}"],
+        ["rerank", "--input", "{deep}", "--strategy", "rankgpt"],
+        ["rerank", "--input", "{bomb}"],
+        ["leaderboard", "{bomb}"],
+        ["fuse", "{bomb}", "{bomb}"],
+    ],
+    ids=lambda a: "-".join(a[:2]),
+)
+def test_every_subcommand_refuses_bombs_and_deep_json_in_one_line(tmp_path: Path, argv: list[str]) -> None:
+    deep, bomb = tmp_path / "deep.jsonl", tmp_path / "bomb.jsonl.gz"
+    deep.write_text(deep_json(100_000, "qid", ', "prediction": "a", "reference": "a"'))
+    gzip_bomb(bomb, bytes(8 << 20), 1)
+    args = [a.format(deep=deep, bomb=bomb) for a in argv]
+    line = one_error_line(cli(*args, env={MAX_EXPANDED_ENV: "1"}))
+    assert ("deep.jsonl, line 1: nesting too deep" in line) or ("bomb.jsonl.gz: expands beyond 1 MB" in line), line
