@@ -448,8 +448,36 @@ def is_presorted(codes: np.ndarray, scores: np.ndarray) -> bool:
     return not bool(((scores[1:] > scores[:-1]) & (dc == 0)).any())
 
 
+class _QueryCoded:
+    """Query coding shared by `Run` and `Qrels` (rows with a ``qid`` column): each row's int32
+    query code and the distinct query ids in order of first appearance, derived once and kept in
+    the dataset's `Derived` store."""
+
+    table: pa.Table
+    derived: Derived
+
+    @property
+    def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
+        return self.derived.get(QUERY_ENCODING, lambda: _query_codes(self.table, self.derived))
+
+    @property
+    def qid_dictionary(self) -> pa.Array:
+        """`qid_values` as an Arrow string array (for hash lookups in Arrow)."""
+        return _qid_dictionary(self.qid_values, self.derived)
+
+    @property
+    def qid_codes(self) -> np.ndarray:
+        """int32 code per row, indexing `qid_values`."""
+        return self._query_encoding[0]
+
+    @property
+    def qid_values(self) -> np.ndarray:
+        """Distinct query ids in order of first appearance (object array of str)."""
+        return self._query_encoding[1]
+
+
 @dataclass(frozen=True, eq=False)
-class Run:
+class Run(_QueryCoded):
     """A ranked result list per query: rows ``(qid, docid, score[, rank])``.
 
     Build one with `Run.from_frame`, `Run.from_table` or the readers in `core.io`. ``name``
@@ -605,26 +633,7 @@ class Run:
         meta = {**self.meta, DUPLICATES_DROPPED: int(self.meta.get(DUPLICATES_DROPPED, 0)) + len(drop)}
         return Run(name=self.name, table=self.table.filter(as_arrow(keep)), source=self.source, meta=meta)
 
-    # ---- columns (data-layer derived values) --------------------------------------------
-    @property
-    def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.derived.get(QUERY_ENCODING, lambda: _query_codes(self.table, self.derived))
-
-    @property
-    def qid_dictionary(self) -> pa.Array:
-        """`qid_values` as an Arrow string array (for hash lookups in Arrow)."""
-        return _qid_dictionary(self.qid_values, self.derived)
-
-    @property
-    def qid_codes(self) -> np.ndarray:
-        """int32 code per row, indexing `qid_values`."""
-        return self._query_encoding[0]
-
-    @property
-    def qid_values(self) -> np.ndarray:
-        """Unique query ids in order of first appearance (object array of str)."""
-        return self._query_encoding[1]
-
+    # ---- columns (data-layer derived values; query coding from `_QueryCoded`) ----------
     @property
     def qids(self) -> list[str]:
         return list(self.qid_values)
@@ -704,7 +713,7 @@ class Run:
 
 
 @dataclass(frozen=True, eq=False)
-class Qrels:
+class Qrels(_QueryCoded):
     """Graded relevance judgements: rows ``(qid, docid, relevance)``, integer grades."""
 
     table: pa.Table
@@ -779,25 +788,6 @@ class Qrels:
                 expected="one judgement per (qid, docid)",
                 rows=(i, j),
             )
-
-    @property
-    def _query_encoding(self) -> tuple[np.ndarray, np.ndarray]:
-        return self.derived.get(QUERY_ENCODING, lambda: _query_codes(self.table, self.derived))
-
-    @property
-    def qid_dictionary(self) -> pa.Array:
-        """`qid_values` as an Arrow string array (for hash lookups in Arrow)."""
-        return _qid_dictionary(self.qid_values, self.derived)
-
-    @property
-    def qid_codes(self) -> np.ndarray:
-        """int32 code per judgement, indexing `qid_values`."""
-        return self._query_encoding[0]
-
-    @property
-    def qid_values(self) -> np.ndarray:
-        """Judged query ids in order of first appearance (object array of str)."""
-        return self._query_encoding[1]
 
     @property
     def frame(self) -> pd.DataFrame:
