@@ -217,9 +217,10 @@ def test_backoff_sleep_releases_the_concurrency_slot(server, make_provider):
 
 
 def test_siblings_of_a_failed_query_send_nothing_more(server, make_provider, sleeps):
-    """pointwise: 6 grade calls of one query in one batch on 1 slot; the first call's 400 fails the
-    query, the 5 siblings waiting for the slot never send."""
-    server.push(Action(status=400))
+    """pointwise: 6 grade calls of one query in one batch on 2 slots; the first request's 400 fails
+    the query while the second (answered 0.3 s later) is in flight, so the 4 siblings waiting for a
+    slot never send (the delay keeps a fast sibling from freeing its slot before the 400 lands)."""
+    server.push(Action(status=400), *[Action(delay=0.3) for _ in range(5)])
     res = rerank_candidates(cands(1, 6), "pointwise", make_provider(), concurrency=2)
     assert res.failed == ["q0"] and "HTTP 400" in res.errors["q0"]
     assert len(server.requests) <= 2  # the failing call and at most the one already in flight beside it
