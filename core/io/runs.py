@@ -47,7 +47,8 @@ if TYPE_CHECKING:  # pandas (and pyarrow.parquet) are imported by the readers th
 RUN_TREC_COLUMNS = ("qid", "q0", "docid", "rank", "score", "tag")
 QRELS_TREC_COLUMNS = ("qid", "iter", "docid", "relevance")
 
-_RUN_ALIASES = {
+#: Column names accepted for the query and document ids, in runs and qrels alike.
+_ID_ALIASES = {
     "qid": "qid",
     "query_id": "qid",
     "queryid": "qid",
@@ -60,6 +61,9 @@ _RUN_ALIASES = {
     "document": "docid",
     "pid": "docid",
     "doc": "docid",
+}
+_RUN_ALIASES = {
+    **_ID_ALIASES,
     "passage_id": "docid",
     "chunk_id": "docid",
     "score": "score",
@@ -74,18 +78,7 @@ _RUN_ALIASES = {
     "system": "tag",
 }
 _QRELS_ALIASES = {
-    "qid": "qid",
-    "query_id": "qid",
-    "queryid": "qid",
-    "topic": "qid",
-    "query": "qid",
-    "q": "qid",
-    "docid": "docid",
-    "doc_id": "docid",
-    "docno": "docid",
-    "document": "docid",
-    "pid": "docid",
-    "doc": "docid",
+    **_ID_ALIASES,
     "corpus-id": "docid",
     "corpus_id": "docid",
     "query-id": "qid",
