@@ -85,7 +85,7 @@ from core.metrics import (
     parse_metrics,
     score_run,
 )
-from core.ties import DETERMINISTIC_ORDERS, locate, ranked_rows
+from core.ties import DETERMINISTIC_ORDERS, locate, order_positions, ranked_rows
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -292,14 +292,6 @@ def _positive(rows: ChunkRows, rel_level: int) -> np.ndarray:
     return np.flatnonzero(rows.judged & ((rows.grade > 0) | (rows.grade >= rel_level)))
 
 
-def _file_positions(run: Run, order: str) -> np.ndarray:
-    """0-based position of every file row within its query under a deterministic order."""
-    ranked, pos = ranked_rows(run, order)
-    out = np.empty(len(ranked), dtype=np.int64)
-    out[ranked] = pos
-    return out
-
-
 @dataclass(frozen=True)
 class _Entries:
     """Documents with a positive grade, each at its first tie group (`FirstSeen`), with
@@ -332,7 +324,7 @@ def _cut_units(run: Run, rows: ChunkRows, ties: str, rel_level: int) -> Units:
     """One unit per positive document at its first chunk's position (size 1) under a
     deterministic order, ``optimistic`` or ``pessimistic``."""
     if ties in DETERMINISTIC_ORDERS:
-        pos = _file_positions(run, ties)
+        pos = order_positions(run, ties).astype(np.int64, copy=False)
         positive = _positive(rows, rel_level)
         key = rows.pair[positive]
         order = np.lexsort((pos[positive], key))
