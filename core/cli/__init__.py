@@ -27,16 +27,16 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
-def read_named_runs(paths: list[str]) -> list[Run]:
+def read_named_runs(paths: list[str], *, duplicates: str = "error") -> list[Run]:
     """Every run in ``paths`` (several per file when it holds several tags), renamed
-    ``name (file)`` where two files use the same run name."""
+    ``name (file)`` where two files use the same run name; ``duplicates`` as `read_runs`."""
     from pathlib import Path
 
     from core.io import read_runs
 
     runs, seen = [], set()
     for path in paths:
-        for r in read_runs(path):
+        for r in read_runs(path, duplicates=duplicates):
             name = r.name if r.name not in seen else f"{r.name} ({Path(path).name})"
             seen.add(name)
             runs.append(r.renamed(name) if name != r.name else r)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from core.cli import read_named_runs
 from core.data import Run
 from core.errors import DataError
 from core.fusion import INPUT_ORDERS, METHODS, NORMS, TIE_ORDERS, FusionError, FusionParams, fuse_with
-from core.io import read_runs, write_trec_run
+from core.io import write_trec_run
 
 
 def _weights(text: str) -> list[float]:
@@ -71,14 +70,7 @@ def _read(paths: list[str], dedupe: bool) -> list[Run]:
             raise DataError(
                 exc.message, file=exc.file, lines=exc.lines, expected=f"{exc.expected}; or pass --dedupe"
             ) from None
-    runs: list[Run] = []
-    seen: set[str] = set()
-    for path in paths:
-        for r in read_runs(path, duplicates="keep-best"):
-            name = r.name if r.name not in seen else f"{r.name} ({Path(path).name})"
-            seen.add(name)
-            runs.append(r.renamed(name) if name != r.name else r)
-    return runs
+    return read_named_runs(paths, duplicates="keep-best")
 
 
 def run(args: argparse.Namespace) -> int:
