@@ -215,7 +215,7 @@ def run(args: argparse.Namespace) -> int:
     kind = _provider_kind(args)
     print(f"provider: {kind}; {cands.n_queries} queries, {len(cands)} candidates", file=sys.stderr)
     if args.dry_run:
-        sizes = [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries]
+        sizes = cands.estimate_sizes()
         rows = []
         for s in strategies:
             est = estimate(s, sizes, _params(args, s), prices).to_dict()

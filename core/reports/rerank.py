@@ -136,4 +136,4 @@ def ranked_passages(
 def query_sizes(cands: CandidateSet) -> list[tuple[int, float]]:
     """Per query: (candidates, mean passage length in characters), the input of
     `core.rerank.estimate`."""
-    return [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries]
+    return cands.estimate_sizes()

@@ -205,7 +205,7 @@ def rerank_candidates(
     ``full_run``) and a note says so; replies already received stay in the provider's cache."""
     params = {k: v for k, v in (params or {}).items() if v is not None}
     resolve_params(strategy, params)  # bad parameters fail the whole batch up front
-    est = estimate(strategy, [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in cands.queries], params, prices)
+    est = estimate(strategy, cands.estimate_sizes(), params, prices)
     done = {"queries": 0, "calls": 0}
 
     def report() -> None:

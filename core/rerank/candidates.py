@@ -59,6 +59,11 @@ class CandidateSet:
         """Candidates per query, in order."""
         return [len(q) for q in self.queries]
 
+    def estimate_sizes(self) -> list[tuple[int, float]]:
+        """Per query: (candidates, mean passage length in characters), the input of
+        `core.rerank.estimate`."""
+        return [(len(q), sum(map(len, q.texts)) / max(len(q), 1)) for q in self.queries]
+
     def renamed(self, name: str) -> CandidateSet:
         """The same queries under another name."""
         return CandidateSet(self.queries, name, self.source)
