@@ -127,6 +127,24 @@ class Reply:
 Flow = Generator[Messages, Reply, Any]
 
 
+def _record(
+    trace: OpTrace | None, reply: Reply, *, parsed: Any = None, valid: bool = True, reason: str | None = None
+) -> None:
+    """Record one model reply (its text, accounting and verdict) in ``trace`` when there is one."""
+    if trace is not None:
+        trace.add(
+            raw=reply.text,
+            parsed=parsed,
+            valid=valid,
+            reason=reason,
+            latency_ms=reply.latency_ms,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            cache_hit=reply.cache_hit,
+            retries=reply.retries,
+        )
+
+
 class OpenAIProvider(BaseProvider):
     """Chat-completions provider with strict JSON replies, re-asks, retries and a disk cache."""
 
@@ -433,31 +451,11 @@ class OpenAIProvider(BaseProvider):
                     raise InvalidOutputError("bad_body", f"{reply.fault}; reply with the JSON object only", reply.text)
                 value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
             except InvalidOutputError as exc:
-                if trace is not None:
-                    trace.add(
-                        raw=reply.text,
-                        valid=False,
-                        reason=exc.reason,
-                        latency_ms=reply.latency_ms,
-                        prompt_tokens=reply.prompt_tokens,
-                        completion_tokens=reply.completion_tokens,
-                        cache_hit=reply.cache_hit,
-                        retries=reply.retries,
-                    )
+                _record(trace, reply, valid=False, reason=exc.reason)
                 error = exc
                 messages = reask_messages(messages, reply.text, exc.reason, op, n=n, m=m, scale=self.scale)
                 continue
-            if trace is not None:
-                trace.add(
-                    raw=reply.text,
-                    parsed=value,
-                    valid=True,
-                    latency_ms=reply.latency_ms,
-                    prompt_tokens=reply.prompt_tokens,
-                    completion_tokens=reply.completion_tokens,
-                    cache_hit=reply.cache_hit,
-                    retries=reply.retries,
-                )
+            _record(trace, reply, parsed=value)
             return value
         assert error is not None  # the loop runs at least once and every pass that does not return sets it
         raise error
