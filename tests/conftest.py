@@ -14,6 +14,10 @@ if str(ROOT / "tests") not in sys.path:
 
 def pytest_configure(config: object) -> None:
     """Apply the process tuning the CLI and the app apply (allocator reuse; no result depends on it)."""
+    import os
+
     from core.runtime import tune_process
 
     tune_process()
+    # LLM replies cached by tests stay in the test's working directory, never in the user's ~/.cache
+    os.environ.setdefault("RANKLENS_CACHE_DIR", ".ranklens_cache")
