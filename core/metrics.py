@@ -96,6 +96,10 @@ _ALIASES: dict[str, tuple[str, str | None]] = {
     "r_prec": ("rprec", None),
 }
 _NEEDS_K = {"hits", "recall", "precision"}
+#: what an unknown metric name is told (the end of `parse_metric`'s message)
+_EXPECTED_TAIL = (
+    "; expected one of mrr[@k], mtrr[@k], hits@k, tmhits@k, recall@k, precision@k, ndcg[@k], map[@k], rprec"
+)
 _NAME_RE = re.compile(r"^\s*([a-z][a-z_\-]*?)(?:\s*[@_.]\s*(\d+))?\s*$")
 
 
@@ -124,10 +128,7 @@ def parse_metric(text: str | Metric) -> Metric:
         return text
     match = _NAME_RE.match(str(text).lower())
     if not match or match.group(1) not in _ALIASES:
-        raise MetricError(
-            f"unknown metric {text!r}; expected one of "
-            "mrr[@k], mtrr[@k], hits@k, tmhits@k, recall@k, precision@k, ndcg[@k], map[@k], rprec"
-        )
+        raise MetricError(f"unknown metric {text!r}{_EXPECTED_TAIL}")
     word, k_text = match.group(1), match.group(2)
     family, policy = _ALIASES[word]
     k = int(k_text) if k_text is not None else None
@@ -142,16 +143,98 @@ def parse_metric(text: str | Metric) -> Metric:
 
 
 def parse_metrics(spec: str | Iterable[str | Metric]) -> list[Metric]:
-    """A comma-separated string or a list of names -> list of unique `Metric`, in order."""
+    """A comma-separated string or a list of names -> list of unique `Metric`, in order.
+    Every bad name is reported at once: one `MetricNamesError` listing each with its
+    problem and the closest valid spellings (its ``valid`` holds the names that parsed)."""
+    valid, error = split_metrics(spec)
+    if error is not None:
+        raise error
+    return valid
+
+
+class MetricNamesError(MetricError):
+    """Several metric names at once were not understood (`parse_metrics`): ``problems`` are
+    ``(name, reason)`` pairs in input order, ``valid`` the metrics that did parse (a page
+    goes on with them), ``suggestions`` the closest valid spellings per bad name."""
+
+    def __init__(
+        self,
+        problems: Sequence[tuple[str, str]],
+        valid: Sequence[Metric],
+        suggestions: Mapping[str, Sequence[str]],
+    ) -> None:
+        self.problems = tuple(problems)
+        self.valid = tuple(valid)
+        self.suggestions = {k: tuple(v) for k, v in suggestions.items()}
+        parts = []
+        unknown = False
+        for name, reason in self.problems:
+            if reason.endswith(_EXPECTED_TAIL):
+                reason, unknown = reason[: -len(_EXPECTED_TAIL)], True
+            hint = self.suggestions.get(name)
+            parts.append(reason + (f" (did you mean {' or '.join(hint)}?)" if hint else ""))
+        text = "; ".join(parts) if len(parts) == 1 else f"{len(parts)} metric names not understood: " + "; ".join(parts)
+        super().__init__(text + (_EXPECTED_TAIL if unknown else ""))
+
+
+#: the canonical metric words offered as suggestions for a name not understood (`suggest_metric`)
+_SUGGESTABLE: tuple[str, ...] = ("mrr", "mtrr", "hits", "tmhits", "recall", "precision", "ndcg", "map", "rprec")
+
+
+def suggest_metric(text: str, n: int = 2) -> list[str]:
+    """Up to ``n`` valid metric names closest to ``text``: the canonical words
+    (`_SUGGESTABLE`) within difflib ratio 0.6 of its word (aliases such as ``P`` or
+    ``recip_rank`` are first mapped to theirs), with its cutoff when the family takes one
+    (``@10`` when it needs one and has none); [] when none is close."""
+    import difflib
+
+    lowered = str(text).strip().lower()
+    match = re.match(r"^([a-z][a-z_\-]*?)[_\-]?(?:\s*[@_.]\s*(\d+))?\s*$", lowered)
+    word = match.group(1) if match else lowered
+    k = match.group(2) if match else None
+    words = [_ALIASES[word][0]] if word in _ALIASES else []
+    words += [] if words else difflib.get_close_matches(word, _SUGGESTABLE, n=n, cutoff=0.6)
+    out: list[str] = []
+    for w in words:
+        family = _ALIASES[w][0]
+        if family == "rprec":
+            name = "rprec"
+        elif k is not None and int(k) >= 1:
+            name = f"{w}@{k}"
+        elif family in _NEEDS_K:
+            name = f"{w}@10"
+        else:
+            name = w
+        if name not in out and name != lowered:
+            out.append(name)
+    return out[:n]
+
+
+def split_metrics(spec: str | Iterable[str | Metric]) -> tuple[list[Metric], MetricError | None]:
+    """(unique valid metrics in order, None) or (the valid ones, the error naming every bad
+    one): what a page uses to report all the bad names and still evaluate the rest. An empty
+    spec is an error ("no metric given")."""
     items = [s for s in spec.split(",") if s.strip()] if isinstance(spec, str) else list(spec)
     out: list[Metric] = []
+    problems: list[tuple[str, str]] = []
+    suggestions: dict[str, list[str]] = {}
     for item in items:
-        metric = parse_metric(item)
+        try:
+            metric = parse_metric(item.strip() if isinstance(item, str) else item)
+        except MetricError as exc:
+            name = str(item).strip()
+            problems.append((name, str(exc)))
+            close = suggest_metric(name) if str(exc).endswith(_EXPECTED_TAIL) else []
+            if close:
+                suggestions[name] = close
+            continue
         if metric not in out:
             out.append(metric)
+    if problems:
+        return out, MetricNamesError(problems, out, suggestions)
     if not out:
-        raise MetricError("no metric given")
-    return out
+        return out, MetricError("no metric given")
+    return out, None
 
 
 def check_policy(ties: str) -> str:
