@@ -1,4 +1,9 @@
-"""``python -m core demo OUTDIR``: write the built-in demo datasets as files."""
+"""``python -m core demo OUTDIR``: write the built-in demo datasets as files.
+
+Runs as TREC (``.trec``), qrels as TREC qrels (``.qrels``), the rerank demo's candidates as
+the JSONL that ``python -m core rerank --input`` and the Rerank page's candidate upload read
+(``.jsonl``: ``{qid, query, candidates: [{docid, text, score}]}``), votes and tables as CSV.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +35,8 @@ def run(args: argparse.Namespace) -> int:
                 write_trec_run(obj, stem.with_suffix(".trec"), tag=_slug(name))
             elif kind == "qrels":
                 write_qrels(obj, stem.with_suffix(".qrels"))
+            elif hasattr(obj, "to_jsonl"):  # rerank candidates (core.rerank.CandidateSet)
+                stem.with_suffix(".jsonl").write_text(obj.to_jsonl(), encoding="utf-8")
             elif hasattr(obj, "to_frame"):
                 obj.to_frame().to_csv(stem.with_suffix(".csv"), index=False)
             else:
