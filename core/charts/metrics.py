@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -13,6 +15,113 @@ from core.charts import PALETTE, base_layout, wrap_label
 
 TRADITIONAL_COLOR = "#8fa3b8"
 TIE_AWARE_COLOR = "#e07b39"
+RANGE_COLOR = "rgba(224,123,57,0.28)"
+TRADITIONAL_MARK = "#1f2a37"
+FLIP_COLOR = "#c0392b"
+FLIP_SIGN = "⇅"
+
+
+def tie_range_figure(
+    table: pd.DataFrame,
+    metric: str,
+    traditional: str = "trec",
+    flagged: Collection[str] = (),
+    order_label: str | None = None,
+) -> go.Figure:
+    """The tie story of one metric: per run a horizontal bar over the [pessimistic, optimistic]
+    range ties allow, the tie-aware value (``expected``, a diamond) and the traditional value
+    (the ``traditional`` order's column, a vertical tick) marked inside it; runs sorted by the
+    tie-aware value, best at the top. Runs in ``flagged`` (those whose order differs between
+    traditional and tie-aware, `core.reports.metrics.order_flips`) carry `FLIP_SIGN` before
+    their name and a red traditional tick, and a legend entry says what it means.
+
+    ``table``: `core.metrics.policy_table` (run, metric, ``traditional``, expected,
+    pessimistic, optimistic). ``order_label`` names the traditional order in the legend (default
+    ``traditional``). Run names are HTML-escaped (they come from the user's files)."""
+    rows = table[table["metric"] == metric].sort_values(["expected", "run"], ascending=[False, True], kind="stable")
+    runs = [str(r) for r in rows["run"]]
+    flags = [r in flagged for r in runs]
+    labels = [
+        (f"<span style='color:{FLIP_COLOR}'>{FLIP_SIGN}</span> " if f else "") + wrap_label(html.escape(r), 28)
+        for r, f in zip(runs, flags, strict=True)
+    ]
+    low = rows["pessimistic"].to_numpy(dtype=np.float64)
+    high = rows["optimistic"].to_numpy(dtype=np.float64)
+    tied = rows["expected"].to_numpy(dtype=np.float64)
+    trad = rows[traditional].to_numpy(dtype=np.float64)
+    values = np.stack([low, high, tied, trad], axis=1).tolist()
+    hover = (
+        "%{y}<br>range [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<br>tie-aware %{customdata[2]:.4f}"
+        "<br>traditional %{customdata[3]:.4f}<extra></extra>"
+    )
+    fig = go.Figure()
+    fig.add_trace(
+        go.Bar(
+            y=labels,
+            x=(high - low).tolist(),
+            base=low.tolist(),
+            orientation="h",
+            name="range ties allow [pessimistic, optimistic]",
+            marker=dict(color=RANGE_COLOR, line=dict(color=TIE_AWARE_COLOR, width=1)),
+            width=0.55,
+            customdata=values,
+            hovertemplate=hover,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            y=labels,
+            x=tied.tolist(),
+            mode="markers",
+            name="tie-aware",
+            marker=dict(symbol="diamond", size=13, color=TIE_AWARE_COLOR, line=dict(color="white", width=1)),
+            customdata=values,
+            hovertemplate=hover,
+        )
+    )
+    fig.add_trace(
+        go.Scatter(
+            y=labels,
+            x=trad.tolist(),
+            mode="markers",
+            name=f"traditional ({order_label})" if order_label else "traditional",
+            marker=dict(
+                symbol="line-ns",
+                size=24,
+                color=TRADITIONAL_MARK,
+                line=dict(width=3, color=[FLIP_COLOR if f else TRADITIONAL_MARK for f in flags]),
+            ),
+            customdata=values,
+            hovertemplate=hover,
+        )
+    )
+    if any(flags):
+        fig.add_trace(
+            go.Scatter(
+                x=[None],
+                y=[None],
+                mode="markers",
+                name=f"{FLIP_SIGN} order differs: traditional vs tie-aware",
+                marker=dict(symbol="line-ns", size=16, line=dict(width=3, color=FLIP_COLOR)),
+                hoverinfo="skip",
+            )
+        )
+    finite = np.concatenate([low, high, trad])
+    finite = finite[np.isfinite(finite)]
+    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    pad = max(0.08 * (hi - lo), 0.01)
+    fig.update_layout(
+        **base_layout(
+            title=f"{metric}: the range ties allow, per run",
+            height=150 + 46 * max(len(runs), 2),
+            margin=dict(l=20, r=20, t=78, b=44),
+            bargap=0.35,
+            showlegend=True,
+        )
+    )
+    fig.update_yaxes(autorange="reversed", automargin=True, categoryorder="array", categoryarray=labels)
+    fig.update_xaxes(range=[max(lo - pad, 0.0) if lo >= 0 else lo - pad, hi + pad], title=None, zeroline=False)
+    return fig
 
 
 def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, traditional: str = "trec") -> go.Figure:

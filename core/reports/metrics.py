@@ -177,6 +177,130 @@ def mrr_range_table(table: pd.DataFrame, traditional: str = "trec") -> pd.DataFr
     )
 
 
+# ---- issue 11: the tie story (one metric) and numeric summaries -------------------------------
+#: the numeric columns of `summary_long`, after run and metric
+SUMMARY_NUMBERS: tuple[str, ...] = ("traditional", "tie-aware", "low", "high", "Δ")
+#: what each of them means (column help on the pages)
+SUMMARY_HELP: dict[str, str] = {
+    "traditional": "One fixed tie-break (the traditional order chosen above).",
+    "tie-aware": "The exact mean over every ordering of the tied documents.",
+    "low": "Pessimistic: relevant documents last inside every tie group.",
+    "high": "Optimistic: relevant documents first inside every tie group.",
+    "Δ": "tie-aware − traditional.",
+}
+
+
+def _metric_rows(table: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """``table``'s rows of ``metric``, indexed by run (`core.metrics.policy_table`)."""
+    return table[table["metric"] == metric].set_index("run")
+
+
+def order_flips(table: pd.DataFrame, metric: str, traditional: str = "trec") -> list[tuple[str, str]]:
+    """Pairs of runs ``(a, b)`` whose order on ``metric`` differs: ``a`` strictly above ``b``
+    under the ``traditional`` order's value and strictly below it tie-aware (``expected``);
+    ``a`` in the traditional ranking's order, then ``b``. From a `core.metrics.policy_table`."""
+    rows = _metric_rows(table, metric)
+    if traditional not in rows.columns or "expected" not in rows.columns or len(rows) < 2:
+        return []
+    trad = rows[traditional].to_numpy(dtype=np.float64)
+    tied = rows["expected"].to_numpy(dtype=np.float64)
+    flips = (trad[:, None] > trad[None, :]) & (tied[:, None] < tied[None, :])
+    a, b = np.nonzero(flips)
+    order = np.lexsort((-trad[b], -trad[a]))
+    names = rows.index.to_numpy()
+    return [(str(names[i]), str(names[j])) for i, j in zip(a[order], b[order], strict=True)]
+
+
+def flipped_runs(flips: Sequence[tuple[str, str]]) -> list[str]:
+    """The runs taking part in any of ``flips`` (`order_flips`), first appearance first."""
+    return list(dict.fromkeys(name for pair in flips for name in pair))
+
+
+def tie_story(table: pd.DataFrame, metric: str, traditional: str = "trec") -> str:
+    """The sentence under the tie figure, computed from ``table`` (`core.metrics.policy_table`
+    with the ``traditional`` order, expected, pessimistic and optimistic) for ``metric``: which
+    runs change order between traditional and tie-aware (or that none does), then the run with
+    the widest [pessimistic, optimistic] range. Plain text: run names come from the user's
+    files (escape them before Markdown)."""
+    rows = _metric_rows(table, metric)
+    if rows.empty:
+        return f"No run has a value for {metric}."
+    flips = order_flips(table, metric, traditional)
+    parts = []
+    if flips:
+        a, b = flips[0]
+        parts.append(
+            f"On {metric}, {len(flips)} pair{'s' if len(flips) > 1 else ''} of runs change{'' if len(flips) > 1 else 's'} "
+            f"order between traditional and tie-aware: {a} is ahead of {b} traditionally "
+            f"({rows.loc[a, traditional]:.4f} vs {rows.loc[b, traditional]:.4f}) but behind it tie-aware "
+            f"({rows.loc[a, 'expected']:.4f} vs {rows.loc[b, 'expected']:.4f})."
+        )
+    elif len(rows) > 1:
+        parts.append(f"On {metric}, the runs keep the same order traditional and tie-aware.")
+    width = rows["optimistic"] - rows["pessimistic"]
+    widest = str(width.idxmax())
+    if float(width.max()) > 0:
+        parts.append(
+            f"The widest tie range is {widest}'s: {rows.loc[widest, 'pessimistic']:.4f} to "
+            f"{rows.loc[widest, 'optimistic']:.4f} (traditional {rows.loc[widest, traditional]:.4f}, "
+            f"tie-aware {rows.loc[widest, 'expected']:.4f})."
+        )
+    else:
+        parts.append(f"No tie changes {metric} for any run: every range is a single value.")
+    return " ".join(parts)
+
+
+def summary_long(
+    table: pd.DataFrame, runs: Sequence[str], metrics: Sequence[str], traditional: str = "trec"
+) -> pd.DataFrame:
+    """The numeric summary, one row per (run, metric) in ``runs`` x ``metrics`` order: run,
+    metric, then `SUMMARY_NUMBERS`: traditional (the ``traditional`` order's column),
+    tie-aware (expected), low (pessimistic), high (optimistic) and Δ = tie-aware −
+    traditional; then ``band`` (the hybrid-RAG report's band of the tie-aware value, ``(trad.:
+    <band>)`` appended when the traditional value's band differs; empty for metrics without
+    bands). A policy missing from ``table`` (one the core refused, `core.chunks`) is NaN."""
+    wanted = pd.MultiIndex.from_product([list(runs), list(metrics)], names=["run", "metric"])
+    rows = table.set_index(["run", "metric"]).reindex(wanted)
+
+    def column(policy: str) -> np.ndarray:
+        return rows[policy].to_numpy(dtype=np.float64) if policy in rows.columns else np.full(len(rows), np.nan)
+
+    out = pd.DataFrame(
+        {
+            "run": wanted.get_level_values("run"),
+            "metric": wanted.get_level_values("metric"),
+            "traditional": column(traditional),
+            "tie-aware": column("expected"),
+            "low": column("pessimistic"),
+            "high": column("optimistic"),
+        }
+    )
+    out["Δ"] = out["tie-aware"] - out["traditional"]
+    labels = []
+    for name, trad, tied in zip(out["metric"], out["traditional"], out["tie-aware"], strict=True):
+        if band_scale(name) is None:
+            labels.append("")
+            continue
+        b_tied = None if np.isnan(tied) else band(name, float(tied))
+        b_trad = None if np.isnan(trad) else band(name, float(trad))
+        labels.append(
+            b_trad or "" if b_tied is None else (b_tied if b_trad in (None, b_tied) else f"{b_tied} (trad.: {b_trad})")
+        )
+    out["band"] = labels
+    return out
+
+
+def rounded(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
+    """``frame`` with every float column rounded to ``digits`` decimals and negative zeros made
+    positive, for display: a tiny negative Δ never shows as ``-0.0000``. (Downloads keep the
+    unrounded values.)"""
+    out = frame.copy()
+    for name in out.columns:
+        if pd.api.types.is_float_dtype(out[name]):
+            out[name] = out[name].round(digits) + 0.0  # -0.0 + 0.0 == +0.0
+    return out
+
+
 def tie_table(stats: Mapping[str, TieStats]) -> pd.DataFrame:
     """One row per run (``stats`` order): shares of queries with ties, of documents in ties
     and of retrieved relevant documents in ties (NaN without qrels), and the largest group."""
