@@ -1,23 +1,79 @@
-"""Home: what RankLens does, why ties matter, what is loaded."""
+"""Home: the tie story first (one figure of the selected runs, the sentence it tells), then what
+RankLens does, why ties matter and what is loaded."""
 
 from __future__ import annotations
 
 import pandas as pd
 import streamlit as st
 
+from core.charts.metrics import tie_range_figure
+from core.errors import RankLensError
 from core.metrics import parse_metrics, policy_table
-from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, mrr_range_table, order_caption, policies_for
+from core.reports import metrics as reports
+from core.reports.data import query_overlap
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
+
+#: the metrics Home's figure can show (the first is the default)
+HOME_METRICS = ["mrr@10", "ndcg@10", "map", "hits@3", "recall@10", "precision@10"]
 
 ws = ui.workspace()
 
 st.title("RankLens")
 st.markdown(
-    "**Trustworthy numbers and pictures for rankings.** Upload TREC runs and qrels (or use the demo data "
-    "already loaded) and see the classic metrics — MRR, Hits@K, Recall, Precision, nDCG, MAP — next to their "
-    "exact **tie-aware** versions, with the range that ties allow."
+    "**A traditional metric is one arbitrary draw from the range that ties allow.** RankLens shows the range, "
+    "the exact **tie-aware** value and the **traditional** one for your runs and qrels."
 )
+
+qrels = ui.active_qrels()
+runs = ui.active_runs()
+if qrels is not None and runs:
+    c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
+    metric_name = c1.selectbox("Metric", HOME_METRICS, key="home_metric")
+    trad = c2.selectbox(
+        "Traditional order",
+        TRADITIONAL_ORDERS,
+        format_func=reports.ORDER_CHOICES.__getitem__,
+        key=state.TRAD_ORDER,
+        bind="query-params",
+        help=reports.ORDER_HELP,
+    )
+    demo = all(ws.entry("run", r.name).origin == "demo" for r in runs)
+    c3.caption(
+        (
+            "The built-in demo runs and qrels"
+            if demo
+            else f"{len(runs)} selected run(s) on **{ui.escape_markdown(qrels.name)}**"
+        )
+        + " — change the selection in the sidebar, or upload your own on the Data page."
+    )
+    try:
+        metric = parse_metrics([metric_name])
+        evaluations = cache.policy_evaluations(tuple(runs), qrels, tuple(metric), tuple(reports.policies_for(trad)))
+    except RankLensError as exc:
+        ui.show_error(exc, escape=True)
+        st.stop()
+    table = policy_table(evaluations, metric)
+    flips = reports.order_flips(table, metric_name, trad)
+    figure = tie_range_figure(
+        table, metric_name, trad, flagged=reports.flipped_runs(flips), order_label=reports.ORDER_CHOICES[trad]
+    )
+    st.plotly_chart(figure, key="home_ties", width="stretch")
+    st.markdown(ui.escape_markdown(reports.tie_story(table, metric_name, trad)))
+    for line in query_overlap(runs, qrels).warnings():
+        st.warning(ui.escape_markdown(line), icon=":material/warning:")
+    summary = reports.summary_long(table, [r.name for r in runs], [metric_name], trad).drop(columns="metric")
+    config = {
+        name: st.column_config.NumberColumn(format="%.4f", help=reports.SUMMARY_HELP[name])
+        for name in reports.SUMMARY_NUMBERS
+    }
+    st.dataframe(reports.rounded(summary), hide_index=True, width="stretch", column_config=config, placeholder="—")
+    st.caption(
+        f"{reports.order_caption(trad)} Low / high: relevant documents last / first inside every tie group. "
+        "Mean over the qrels' queries."
+    )
+else:
+    st.info("Select qrels and at least one run in the sidebar (or upload them on the Data page).")
 
 left, right = st.columns([1, 1], gap="large")
 with left:
@@ -28,36 +84,18 @@ with left:
         "evaluations of the same output can disagree. RankLens reports:\n"
         "- **traditional**: one fixed tie-break — trec_eval's order (score, then docid descending) by default, "
         "or the input order (the G-RAG notebook's) or the file's rank column,\n"
-        "- **tie-aware** (*expected*): the exact mean over every ordering of the tied documents — G-RAG's "
+        "- **tie-aware**: the exact mean over every ordering of the tied documents — G-RAG's "
         "MTRR and TMHits@K, and the same idea for nDCG, MAP, Precision and Recall, computed in closed form,\n"
-        "- the **pessimistic / optimistic** range: relevant documents last / first inside every tie group."
+        "- the **pessimistic / optimistic** range (low / high): relevant documents last / first inside every "
+        "tie group."
     )
-    qrels = ui.active_qrels()
-    runs = ui.active_runs()
-    if qrels is not None and runs:
-        trad = st.selectbox(
-            "Traditional order",
-            TRADITIONAL_ORDERS,
-            format_func=ORDER_CHOICES.__getitem__,
-            key=state.TRAD_ORDER,
-            bind="query-params",
-            help=ORDER_HELP,
-        )
-        mrr = parse_metrics(["mrr@10"])
-        evaluations = cache.policy_evaluations(runs, qrels, mrr, tuple(policies_for(trad)))
-        table = mrr_range_table(policy_table(evaluations, mrr), trad)
-        st.caption(
-            f"MRR@10 of the selected runs on **{qrels.name}**: the traditional value can sit anywhere in the tie "
-            f"range. {order_caption(trad)}"
-        )
-        st.table(table.style.format("{:.4f}"))
 with right:
     st.subheader("Loaded datasets")
-    summary = pd.DataFrame(ws.summary())
-    if summary.empty:
+    loaded = pd.DataFrame(ws.summary())
+    if loaded.empty:
         st.info("No datasets yet.")
     else:
-        st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
+        st.dataframe(loaded, hide_index=True, width="stretch", placeholder="—")
     st.subheader("Start here")
     st.page_link("pages/data.py", label="Data — upload runs, qrels, answers or chunk maps", icon=":material/upload:")
     st.page_link(
@@ -73,7 +111,7 @@ with right:
         "pages/rerank.py", label="Rerank — LLM rerankers (or offline BM25), calls and cost", icon=":material/swap_vert:"
     )
     st.caption(
-        "Every page opens on built-in demo data. Command line: `python -m core evaluate --run R "
-        "--qrels Q --metrics mrr@10,mtrr@10,ndcg@10 --ties expected` (also `fuse`, `leaderboard`, "
-        "`rerank`, `demo`)."
+        "Every page opens on your selected data, or on built-in demo data when you have loaded none. Command "
+        "line: `python -m core evaluate --run R --qrels Q --metrics mrr@10,mtrr@10,ndcg@10 --ties expected` "
+        "(also `fuse`, `leaderboard`, `rerank`, `demo`)."
     )

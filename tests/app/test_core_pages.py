@@ -17,8 +17,8 @@ QRELS = b"q100 0 d000-02 1\nq100 0 d000-03 2\nq101 0 d001-07 1\nq102 0 dx 1\n"
 
 def test_home_shows_demo_and_tie_table(app):
     assert app.title[0].value == "RankLens"
-    table = app.table[0].value
-    assert "MTRR@10 (tie-aware)" in table.columns
+    table = app.dataframe[0].value
+    assert {"traditional", "tie-aware", "low", "high"} <= set(table.columns)  # MRR@10, MTRR@10 and the range
     assert len(table) == 4  # the four demo runs
 
 
@@ -208,10 +208,10 @@ def test_traditional_order_on_home(app):
     _upload(app, ("tied.trec", TIED_RUN), ("one.qrels", TIED_QRELS))
     app.switch_page("pages/home.py")
     app.run()
-    assert app.table[0].value.loc["tied", "traditional MRR@10"] == 0.5
+    assert app.dataframe[0].value.set_index("run").loc["tied", "traditional"] == 0.5
     app.selectbox(key="trad").set_value("input").run()
     assert not app.exception
-    assert app.table[0].value.loc["tied", "traditional MRR@10"] == 1.0
+    assert app.dataframe[0].value.set_index("run").loc["tied", "traditional"] == 1.0
     assert app.query_params["trad"] == "input order"
     assert any("input order (score, then the file's row order)" in c.value for c in app.caption)
 

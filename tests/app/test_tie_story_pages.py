@@ -1,0 +1,77 @@
+"""AppTest, issue 11: the tie story above the fold on Home and Metrics, numeric summaries, one
+vocabulary, significance with one run, the user's data first and the non-overlap warnings."""
+
+from __future__ import annotations
+
+import json
+
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import open_page
+
+#: A ranks its relevant z first by trec_eval's docid-descending tie-break (RR 1) inside a
+#: three-way tie (tie-aware (1 + 1/2 + 1/3) / 3 = 0.6111); B's relevant a comes second in a
+#: two-way tie (RR 0.5, tie-aware 0.75): A is ahead traditionally and behind tie-aware.
+RUN_A = b"q1 Q0 z 1 1.0 A\nq1 Q0 n 2 1.0 A\nq1 Q0 m 3 1.0 A\n"
+RUN_B = b"q1 Q0 a 1 1.0 B\nq1 Q0 b 2 1.0 B\n"
+QRELS = b"q1 0 z 1\nq1 0 a 1\n"
+
+
+def upload(app: AppTest, runs: list[tuple[str, bytes]], qrels: tuple[str, bytes] | None) -> AppTest:
+    open_page(app, "data")
+    for name, data in runs:
+        app.get("file_uploader")[0].set_value((name, data, "text/plain")).run()
+    if qrels is not None:
+        app.get("file_uploader")[1].set_value((qrels[0], qrels[1], "text/plain")).run()
+    assert not app.exception, [e.value for e in app.exception]
+    return app
+
+
+def main_types(app: AppTest) -> list[str]:
+    """Element types of the page body in order (containers skipped)."""
+    skip = {"main", "flex_container", "column", "vertical", "horizontal", "tab", "tab_container", "popover"}
+    return [e.type for e in app.main if e.type not in skip]
+
+
+def figure(app: AppTest, i: int = 0) -> dict:
+    return json.loads(app.get("plotly_chart")[i].proto.spec)
+
+
+def test_home_opens_with_the_tie_figure(app):
+    types = main_types(app)
+    first_chart = types.index("plotly_chart")
+    # only the title, one paragraph, the compact controls and a caption before the figure
+    assert set(types[:first_chart]) <= {"title", "markdown", "selectbox", "caption"}, types[:first_chart]
+    assert types[:first_chart].count("markdown") == 1
+    assert "dataframe" not in types[:first_chart] and "table" not in types
+    spec = figure(app)
+    assert spec["layout"]["title"]["text"] == "mrr@10: the range ties allow, per run"
+    assert [t["name"] for t in spec["data"]] == [
+        "range ties allow [pessimistic, optimistic]",
+        "tie-aware",
+        "traditional (trec_eval)",
+    ]
+    assert spec["layout"]["height"] <= 420  # room above the fold for the title and controls
+    # the sentence under it, computed from the data
+    assert any(m.value.startswith("On mrr@10, ") for m in app.markdown)
+    table = app.dataframe[0].value
+    assert list(table.columns) == ["run", "traditional", "tie-aware", "low", "high", "Δ", "band"]
+    assert all(str(table[c].dtype) == "float64" for c in ["traditional", "tie-aware", "low", "high", "Δ"])
+    assert all(f"{v:.4f}" != "-0.0000" for v in table["Δ"])
+
+
+def test_home_flags_runs_whose_order_flips_and_says_so(app):
+    upload(app, [("a.run", RUN_A), ("b.run", RUN_B)], ("flip.qrels", QRELS))
+    app.switch_page("pages/home.py")
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    spec = figure(app)
+    names = [t["name"] for t in spec["data"]]
+    assert "⇅ order differs: traditional vs tie-aware" in names
+    bar = spec["data"][0]
+    assert [y.split("</span> ")[-1] for y in bar["y"]] == ["B", "A"]  # tie-aware order: B first
+    assert all(y.startswith("<span") for y in bar["y"])  # both flagged
+    story = next(m.value for m in app.markdown if m.value.startswith("On mrr@10"))
+    assert "A is ahead of B traditionally (1.0000 vs 0.5000) but behind it tie-aware (0.6111 vs 0.7500)" in story
+    app.selectbox(key="home_metric").set_value("ndcg@10").run()
+    assert not app.exception and figure(app)["layout"]["title"]["text"].startswith("ndcg@10")
