@@ -1,0 +1,426 @@
+"""Report exports (issue 13): the Metrics summary and the leaderboard as text to paste into a
+paper or a README, in ranx's style. Pure functions: tables in, one string out.
+
+Metrics summary (`metrics_markdown`, `metrics_latex`): one row per run, labelled with its
+letter (`core.stats.run_letter`); per metric the traditional value, the tie-aware value and the
+range ties allow (``[pessimistic, optimistic]``). The best value of each numeric column is in
+bold; a tie-aware value carries, as a superscript, the letters of the runs it is significantly
+better than (`core.stats.PairwiseTests.superscripts`, on tie-aware per-query values). The
+caption states the tie policy, the traditional order, the test and its correction.
+
+Leaderboard (`leaderboard_markdown`, `leaderboard_latex`, `leaderboard_csv`,
+`leaderboard_json`): the ranked models (`core.bt.TABLE_COLUMNS` and ``provisional``) with the
+interval method stated (`IntervalMethod`: bootstrap rounds and seed, or sandwich).
+
+User text (run and model names, metric names) is escaped for each format: `escape_markdown`
+(backslashes before Markdown's specials, HTML's ``<>&`` as entities, ``|`` so a cell stays
+one cell) and `escape_latex`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from core.bt import TABLE_COLUMNS, Leaderboard
+from core.stats import PairwiseTests, run_letter
+from core.ties import ORDER_LABELS, TRADITIONAL_ORDERS
+
+#: the export formats of each report (the CLI's ``--format`` choices beside its own)
+METRICS_FORMATS: tuple[str, ...] = ("markdown", "latex")
+LEADERBOARD_FORMATS: tuple[str, ...] = ("markdown", "latex", "csv", "json")
+#: a value the core did not compute (a refused policy, a rating that is not estimable)
+MISSING = "—"
+#: the note on provisional models (few votes), marked † in the Markdown and LaTeX tables
+PROVISIONAL = "† provisional (few votes)."
+#: columns of `leaderboard_csv` (after `core.bt.TABLE_COLUMNS` and ``provisional``)
+INTERVAL_COLUMNS: list[str] = ["interval_method", "ci_level", "bootstrap_rounds", "bootstrap_seed"]
+
+_MD_SPECIALS = re.compile(r"([\\`*_\[\]~$|])")
+_LATEX_SPECIALS = {
+    "\\": r"\textbackslash{}",
+    "&": r"\&",
+    "%": r"\%",
+    "$": r"\$",
+    "#": r"\#",
+    "_": r"\_",
+    "{": r"\{",
+    "}": r"\}",
+    "~": r"\textasciitilde{}",
+    "^": r"\textasciicircum{}",
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+}
+_LATEX_PATTERN = re.compile("|".join(re.escape(c) for c in _LATEX_SPECIALS))
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def escape_markdown(text: str) -> str:
+    """``text`` safe inside a Markdown table cell: control characters (newlines included)
+    become spaces, ``&<>`` HTML entities, and what Markdown reads inside a line (``\\ ` * _
+    [ ] ~ $ |``) is backslash-escaped (a cell never starts a line, so ``# + -`` stay)."""
+    text = _CONTROL.sub(" ", str(text))
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MD_SPECIALS.sub(r"\\\1", text)
+
+
+def escape_latex(text: str) -> str:
+    """``text`` safe in LaTeX text mode: control characters become spaces and each of ``\\ &
+    % $ # _ { } ~ ^ < > |`` its escaped form."""
+    text = _CONTROL.sub(" ", str(text))
+    return _LATEX_PATTERN.sub(lambda m: _LATEX_SPECIALS[m.group(0)], text)
+
+
+def _number(value: float, digits: int) -> str:
+    """``value`` with ``digits`` decimals; `MISSING` for NaN or infinity; never ``-0.0000``."""
+    if value is None or not math.isfinite(value):
+        return MISSING
+    text = f"{value:.{digits}f}"
+    return text[1:] if text.startswith("-") and float(text) == 0 else text
+
+
+# ---- Metrics summary ---------------------------------------------------------------------------
+@dataclass(frozen=True)
+class SummaryCell:
+    """One numeric cell of the summary: its text, whether it is the column's best, and its
+    superscript letters (tie-aware cells only)."""
+
+    text: str
+    best: bool = False
+    letters: str = ""
+
+
+@dataclass(frozen=True)
+class MetricsSummary:
+    """The rows of the exported summary (`metrics_summary`): ``runs`` with their ``letters``;
+    per metric the cells ``traditional``, ``tie_aware`` and ``range`` (text ``[low, high]``),
+    each a list in ``runs`` order; and the ``caption``."""
+
+    runs: tuple[str, ...]
+    letters: tuple[str, ...]
+    metrics: tuple[str, ...]
+    traditional: dict[str, list[SummaryCell]]
+    tie_aware: dict[str, list[SummaryCell]]
+    range: dict[str, list[str]]
+    caption: str
+
+
+def metrics_caption(traditional: str = "trec", significance: PairwiseTests | None = None) -> str:
+    """What the summary shows, in one paragraph: the tie policy, the traditional order, the
+    significance test with its correction (or that none was run) and the bold rule."""
+    if traditional not in TRADITIONAL_ORDERS:
+        raise ValueError(f"unknown traditional order {traditional!r}; expected one of {', '.join(TRADITIONAL_ORDERS)}")
+    parts = [
+        "Tie-aware values are the exact mean over every ordering of tied documents; the range is "
+        "[pessimistic, optimistic] (relevant documents last / first within each tie group).",
+        f"Traditional values break ties by the {ORDER_LABELS[traditional]}.",
+    ]
+    if significance is None:
+        parts.append("No significance test.")
+    else:
+        parts.append(
+            "Superscripts: the letters of the runs a tie-aware value is significantly better than "
+            f"({significance.describe()}, on per-query tie-aware values)."
+        )
+    parts.append("Best value per column in bold.")
+    return " ".join(parts)
+
+
+def metrics_summary(
+    table: pd.DataFrame,
+    runs: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    traditional: str = "trec",
+    significance: PairwiseTests | None = None,
+    digits: int = 4,
+) -> MetricsSummary:
+    """The summary's cells from ``table`` (`core.metrics.policy_table`: run, metric, the
+    ``traditional`` order's column, expected, pessimistic, optimistic; a policy the core
+    refused may be missing: its cells read `MISSING`). Best = the highest value of a column
+    once rounded to ``digits`` (every run equal to it is bold); the range uses ``digits - 1``
+    decimals, as the Metrics page does."""
+    runs = list(runs)
+    marks = significance.superscripts() if significance is not None else {}
+    trad_cells: dict[str, list[SummaryCell]] = {}
+    tied_cells: dict[str, list[SummaryCell]] = {}
+    ranges: dict[str, list[str]] = {}
+
+    def column(rows: pd.DataFrame, policy: str) -> np.ndarray:
+        if policy not in rows.columns:
+            return np.full(len(runs), np.nan)
+        return rows[policy].reindex(runs).to_numpy(dtype=float)
+
+    def cells(values: np.ndarray, metric: str, with_letters: bool) -> list[SummaryCell]:
+        texts = [_number(v, digits) for v in values]
+        finite = [float(t) for t in texts if t != MISSING]
+        top = max(finite) if finite else None
+        return [
+            SummaryCell(
+                t,
+                top is not None and t != MISSING and float(t) == top,
+                marks.get((run, metric), "") if with_letters else "",
+            )
+            for run, t in zip(runs, texts, strict=True)
+        ]
+
+    for metric in metrics:
+        rows = table[table["metric"] == metric].set_index("run")
+        trad_cells[metric] = cells(column(rows, traditional), metric, False)
+        tied_cells[metric] = cells(column(rows, "expected"), metric, True)
+        low, high = column(rows, "pessimistic"), column(rows, "optimistic")
+        ranges[metric] = [
+            MISSING if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.{digits - 1}f}, {hi:.{digits - 1}f}]"
+            for lo, hi in zip(low, high, strict=True)
+        ]
+    return MetricsSummary(
+        tuple(runs),
+        tuple(run_letter(i) for i in range(len(runs))),
+        tuple(metrics),
+        trad_cells,
+        tied_cells,
+        ranges,
+        metrics_caption(traditional, significance),
+    )
+
+
+def _md_cell(cell: SummaryCell) -> str:
+    text = f"**{cell.text}**" if cell.best else cell.text
+    return f"{text}<sup>{cell.letters}</sup>" if cell.letters else text
+
+
+def metrics_markdown(
+    table: pd.DataFrame,
+    runs: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    traditional: str = "trec",
+    significance: PairwiseTests | None = None,
+    digits: int = 4,
+) -> str:
+    """The summary (`metrics_summary`) as a Markdown table (GitHub / pandoc pipe table):
+    columns ``#`` (the run's letter), ``Run``, then per metric ``<m> trad.``, ``<m>
+    tie-aware`` and ``<m> range``; bold best values, ``<sup>letters</sup>``; the caption in
+    italics under the table."""
+    s = metrics_summary(table, runs, metrics, traditional=traditional, significance=significance, digits=digits)
+    header = ["#", "Run"]
+    align = [":-:", ":--"]
+    for m in s.metrics:
+        name = escape_markdown(m)
+        header += [f"{name} trad.", f"{name} tie-aware", f"{name} range"]
+        align += ["--:", "--:", ":-:"]
+    lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
+    for i, run in enumerate(s.runs):
+        row = [s.letters[i], escape_markdown(run)]
+        for m in s.metrics:
+            row += [_md_cell(s.traditional[m][i]), _md_cell(s.tie_aware[m][i]), s.range[m][i]]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + f"\n\n*{escape_markdown(s.caption)}*\n"
+
+
+def _tex_cell(cell: SummaryCell) -> str:
+    text = r"\textbf{" + cell.text + "}" if cell.best else cell.text
+    return text + r"$^{" + cell.letters + "}$" if cell.letters else text
+
+
+def metrics_latex(
+    table: pd.DataFrame,
+    runs: Sequence[str],
+    metrics: Sequence[str],
+    *,
+    traditional: str = "trec",
+    significance: PairwiseTests | None = None,
+    digits: int = 4,
+    label: str = "tab:ranklens-metrics",
+) -> str:
+    """The summary (`metrics_summary`) as a LaTeX ``table`` with a booktabs ``tabular``
+    (``\\usepackage{booktabs}``): a spanning header per metric over Trad. / Tie-aware / Range,
+    ``\\textbf`` best values, ``$^{letters}$``, the caption and ``label``."""
+    s = metrics_summary(table, runs, metrics, traditional=traditional, significance=significance, digits=digits)
+    spec = "cl" + "rrc" * len(s.metrics)
+    top = " & ".join(["", ""] + [r"\multicolumn{3}{c}{" + escape_latex(m) + "}" for m in s.metrics])
+    rules = " ".join(rf"\cmidrule(lr){{{3 + 3 * k}-{5 + 3 * k}}}" for k in range(len(s.metrics)))
+    sub = " & ".join([r"\#", "Run"] + ["Trad.", "Tie-aware", "Range"] * len(s.metrics))
+    body = []
+    for i, run in enumerate(s.runs):
+        row = [s.letters[i], escape_latex(run)]
+        for m in s.metrics:
+            row += [_tex_cell(s.traditional[m][i]), _tex_cell(s.tie_aware[m][i]), s.range[m][i]]
+        body.append(" & ".join(row).replace(MISSING, "---") + r" \\")
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\caption{" + escape_latex(s.caption).replace("α", r"$\alpha$") + "}",
+        r"\label{" + escape_latex(label) + "}",
+        r"\begin{tabular}{" + spec + "}",
+        r"\toprule",
+        top + r" \\",
+        rules,
+        sub + r" \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# ---- Leaderboard -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class IntervalMethod:
+    """How a leaderboard's intervals were computed: ``method`` (``bootstrap``, ``sandwich`` or
+    ``none``), the confidence ``level``, and for the bootstrap its ``rounds`` and ``seed``."""
+
+    method: str
+    level: float
+    rounds: int | None = None
+    seed: int | None = None
+
+    def text(self) -> str:
+        """``95% bootstrap percentile intervals (1,000 rounds, seed 0)`` / ``95% sandwich
+        (robust) intervals`` / ``no intervals``."""
+        if self.method == "bootstrap":
+            seed = f", seed {self.seed}" if self.seed is not None else ""
+            return f"{self.level:.0%} bootstrap percentile intervals ({self.rounds or 0:,} rounds{seed})"
+        if self.method == "sandwich":
+            return f"{self.level:.0%} sandwich (robust) intervals"
+        return "no intervals"
+
+
+def interval_method(lb: Leaderboard, seed: int | None = None) -> IntervalMethod:
+    """The `IntervalMethod` of ``lb`` (`Leaderboard.intervals`, ``ci``, the bootstrap's rounds
+    from its estimates); ``seed``: the bootstrap seed it was run with (the leaderboard does
+    not keep it)."""
+    if lb.intervals == "bootstrap":
+        rounds = lb.estimates.rounds if lb.estimates is not None else None
+        return IntervalMethod("bootstrap", lb.ci, rounds, seed)
+    return IntervalMethod(lb.intervals, lb.ci)
+
+
+def leaderboard_caption(lb: Leaderboard, seed: int | None = None) -> str:
+    """Bradley-Terry ratings with their interval method, tie model and penalty stated."""
+    parts = [f"Bradley-Terry ratings with {interval_method(lb, seed).text()}."]
+    if lb.summary is not None:
+        s = lb.summary
+        ties = "ties count as half a win" if s.ties == "half" else "Davidson tie model"
+        parts.append(f"{s.n_votes:,} votes, {s.n_models:,} models; {ties}; L2 penalty: {s.penalty}.")
+    parts.append("Rank (UB): 1 + the models whose lower bound exceeds this model's upper bound.")
+    return " ".join(parts)
+
+
+def _board(lb: Leaderboard) -> pd.DataFrame:
+    """``lb.table``'s `TABLE_COLUMNS` and ``provisional`` (False when absent)."""
+    t = lb.table
+    out = t[TABLE_COLUMNS].copy()
+    out["provisional"] = t["provisional"].astype(bool) if "provisional" in t.columns else False
+    return out
+
+
+def _interval(low: float, high: float, digits: int) -> str:
+    if not (math.isfinite(low) and math.isfinite(high)):
+        return MISSING
+    return f"[{_number(low, digits)}, {_number(high, digits)}]"
+
+
+def leaderboard_markdown(lb: Leaderboard, *, seed: int | None = None, digits: int = 1) -> str:
+    """The leaderboard as a Markdown table (Rank, Rank (UB), Model, Rating, CI, Votes, W / T /
+    L), the best rating in bold, provisional models marked ``†``, the caption (interval method
+    stated) in italics under it."""
+    b = _board(lb)
+    level = f"{lb.ci:.0%} CI"
+    lines = [
+        f"| Rank | Rank (UB) | Model | Rating | {level} | Votes | Wins | Ties | Losses |",
+        "| --: | --: | :-- | --: | :-: | --: | --: | --: | --: |",
+    ]
+    ratings = b["rating"].to_numpy(dtype=float)
+    finite = ratings[np.isfinite(ratings)]
+    top = _number(float(finite.max()), digits) if len(finite) else None
+    for r in b.itertuples(index=False):
+        rating = _number(r.rating, digits)
+        shown = f"**{rating}**" if rating == top else rating
+        model = escape_markdown(r.model) + (" †" if r.provisional else "")
+        lines.append(
+            f"| {r.rank} | {r.rank_ub} | {model} | {shown} | {_interval(r.ci_low, r.ci_high, digits)} | "
+            f"{r.votes:,} | {r.wins:,} | {r.ties:,} | {r.losses:,} |"
+        )
+    caption = leaderboard_caption(lb, seed) + (f" {PROVISIONAL}" if b["provisional"].any() else "")
+    return "\n".join(lines) + f"\n\n*{escape_markdown(caption)}*\n"
+
+
+def leaderboard_latex(
+    lb: Leaderboard, *, seed: int | None = None, digits: int = 1, label: str = "tab:ranklens-leaderboard"
+) -> str:
+    """The leaderboard as a LaTeX ``table`` with a booktabs ``tabular``: the best rating in
+    ``\\textbf``, provisional models marked ``$^\\dagger$``, the caption naming the interval method."""
+    b = _board(lb)
+    ratings = b["rating"].to_numpy(dtype=float)
+    finite = ratings[np.isfinite(ratings)]
+    top = _number(float(finite.max()), digits) if len(finite) else None
+    body = []
+    for r in b.itertuples(index=False):
+        rating = _number(r.rating, digits)
+        shown = r"\textbf{" + rating + "}" if rating == top else rating
+        model = escape_latex(r.model) + (r"~$^\dagger$" if r.provisional else "")
+        cells = [str(r.rank), str(r.rank_ub), model, shown, _interval(r.ci_low, r.ci_high, digits)]
+        cells += [f"{v:,}".replace(",", "{,}") for v in (r.votes, r.wins, r.ties, r.losses)]
+        body.append(" & ".join(cells).replace(MISSING, "---") + r" \\")
+    caption = escape_latex(leaderboard_caption(lb, seed))
+    if b["provisional"].any():
+        caption += " " + PROVISIONAL.replace("†", r"$^\dagger$")
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\caption{" + caption + "}",
+        r"\label{" + escape_latex(label) + "}",
+        r"\begin{tabular}{rrlrcrrrr}",
+        r"\toprule",
+        r"Rank & Rank (UB) & Model & Rating & "
+        + escape_latex(f"{lb.ci:.0%}")
+        + r" CI & Votes & Wins & Ties & Losses \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def leaderboard_csv(lb: Leaderboard, *, seed: int | None = None) -> str:
+    """`core.bt.TABLE_COLUMNS`, ``provisional``, then `INTERVAL_COLUMNS` (the same on every
+    row: method, level, bootstrap rounds and seed, empty for sandwich intervals); floats as
+    pandas writes them (full precision)."""
+    b = _board(lb)
+    m = interval_method(lb, seed)
+    b["interval_method"] = m.method
+    b["ci_level"] = m.level
+    b["bootstrap_rounds"] = pd.array([m.rounds] * len(b), dtype="Int64")
+    b["bootstrap_seed"] = pd.array([m.seed] * len(b), dtype="Int64")
+    return b.to_csv(index=False, lineterminator="\n")
+
+
+def leaderboard_json(lb: Leaderboard, *, seed: int | None = None) -> str:
+    """``{"intervals": {method, level, rounds, seed}, "tie_model", "penalty", "votes",
+    "models": [the design's rows (`Leaderboard.records`: rank, rank_ub, model, rating, ci_low,
+    ci_high, votes, wins, ties, losses; null where not finite) with "provisional"]}``,
+    indented by 2."""
+    m = interval_method(lb, seed)
+    records = lb.records()
+    provisional = _board(lb)["provisional"].tolist()
+    payload: dict[str, Any] = {
+        "intervals": {"method": m.method, "level": m.level, "rounds": m.rounds, "seed": m.seed},
+        "tie_model": lb.summary.ties if lb.summary is not None else None,
+        "penalty": lb.summary.penalty if lb.summary is not None else None,
+        "votes": lb.summary.n_votes if lb.summary is not None else 0,
+        "models": [{**rec, "provisional": bool(p)} for rec, p in zip(records, provisional, strict=True)],
+    }
+    return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
