@@ -1,0 +1,97 @@
+"""Workspace files at scale: save and load a 7M-row run (issue 13).
+
+Generates (seeded, into a temporary directory, reused when its parameters match) an MS
+MARCO-like run of 6,980 queries x 1,000 documents (`_common.synthetic_run`, 6-decimal scores)
+with its binary qrels, written as TREC text; then, in one process, times:
+
+- ``read TREC``: `core.io.read_run` of the text file (what a workspace replaces);
+- ``save``: `core.workspace.file.save_workspace` of a workspace holding the run and the qrels
+  (Parquet with zstd in a zip, SHA-256 and content digests);
+- ``load``: `core.workspace.file.load_workspace` of that file (every digest checked, the run
+  and the qrels validated as from a file);
+
+and prints the file sizes (TREC text, workspace file) and whether the loaded run and qrels are
+equal, value for value, to the saved ones. Usage: ``python bench/workspace.py [--queries N]
+[--docs N] [--seed S] [--dir DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._common import (  # noqa: E402 - the project root is put on the path just above
+    binary_qrels,
+    fmt_bytes,
+    format_table,
+    synthetic_run,
+    write_synthetic_run,
+    write_trec_qrels,
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queries", type=int, default=6_980)
+    parser.add_argument("--docs", type=int, default=1_000)
+    parser.add_argument("--seed", type=int, default=13)
+    parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "ranklens-bench-workspace"))
+    args = parser.parse_args(argv)
+
+    import numpy as np
+
+    from core.io import read_qrels, read_run
+    from core.runtime import tune_process
+    from core.workspace import Workspace
+    from core.workspace.file import load_workspace, save_workspace
+
+    tune_process()
+    directory = Path(args.dir)
+    directory.mkdir(parents=True, exist_ok=True)
+    stem = f"run-{args.queries}x{args.docs}-s{args.seed}"
+    run_path, qrels_path = directory / f"{stem}.trec", directory / f"{stem}.qrels"
+    if not (run_path.exists() and qrels_path.exists()):
+        rng = np.random.default_rng(args.seed)
+        synthetic = synthetic_run(rng, args.queries, args.docs)
+        write_synthetic_run(run_path, synthetic, decimals=6, tag="bench")
+        write_trec_qrels(qrels_path, *binary_qrels(synthetic, rng))
+
+    rows = []
+    start = time.perf_counter()
+    run = read_run(run_path)
+    rows.append(["read TREC run (core.io.read_run)", f"{time.perf_counter() - start:.2f} s"])
+    qrels = read_qrels(qrels_path)
+    ws = Workspace()
+    ws.add("run", run.name, run)
+    ws.add("qrels", qrels.name, qrels)
+
+    out = directory / f"{stem}.ranklens.zip"
+    start = time.perf_counter()
+    save_workspace(ws, out, settings={"page": "evaluate"})
+    rows.append(["save workspace (run + qrels)", f"{time.perf_counter() - start:.2f} s"])
+    start = time.perf_counter()
+    loaded = load_workspace(out)
+    rows.append(["load workspace (digests checked, validated)", f"{time.perf_counter() - start:.2f} s"])
+
+    back_run = loaded.workspace.get("run", run.name)
+    back_qrels = loaded.workspace.get("qrels", qrels.name)
+    same = back_run.table.equals(run.table) and back_qrels.table.equals(qrels.table)
+    text_size = run_path.stat().st_size + qrels_path.stat().st_size
+    file_size = out.stat().st_size
+    rows.append(["TREC text (run + qrels)", fmt_bytes(text_size)])
+    rows.append(["workspace file", f"{fmt_bytes(file_size)} ({file_size / text_size:.0%} of the text)"])
+    rows.append(["round trip identical", "yes" if same else "NO"])
+    print(f"Workspace file benchmark: {len(run):,} rows ({args.queries:,} queries x {args.docs:,}), seed {args.seed}")
+    print(format_table(["step", "value"], rows))
+    return 0 if same and file_size < text_size else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
