@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leaderboard": ("core.cli.leaderboard", "Bradley-Terry leaderboard from pairwise votes."),
     "rerank": ("core.cli.rerank", "Rerank candidates with an LLM or the lexical provider."),
     "demo": ("core.cli.demo", "Write the built-in demo datasets to a folder."),
+    "workspace": ("core.cli.workspace", "Save, show or verify a workspace file (datasets + settings)."),
 }
 
 

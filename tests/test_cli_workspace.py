@@ -1,0 +1,86 @@
+"""``python -m core workspace save|show|load`` and ``evaluate`` / ``leaderboard --workspace``:
+a workspace file evaluates exactly as the files it was saved from; bad files are one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    if check:
+        assert result.returncode == 0, result.stderr
+    return result
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> dict[str, list[str]]:
+    """The demo datasets as files (``python -m core demo``), by kind."""
+    out = tmp_path_factory.mktemp("demo")
+    cli("demo", str(out), "--family", "evaluation", "--family", "arena")
+    answers = out / "answers.csv"
+    answers.write_text("qid,prediction,reference\n1,Paris,paris\n1,Paris,Paris France\n2,blue,red\n", "utf-8")
+    chunks = out / "chunks.csv"
+    chunks.write_text("chunk_id,doc_id\nc1,d1\nc2,d1\n", "utf-8")
+    return {
+        "run": sorted(str(p) for p in out.glob("evaluation-run-*.trec")),
+        "qrels": [str(next(out.glob("evaluation-qrels-*.qrels")))],
+        "votes": [str(next(out.glob("arena-votes-*.csv")))],
+        "answers": [str(answers)],
+        "chunkmap": [str(chunks)],
+    }
+
+
+@pytest.fixture(scope="module")
+def saved(files, tmp_path_factory) -> str:
+    out = str(tmp_path_factory.mktemp("ws") / "all.ranklens.zip")
+    args = ["workspace", "save", out]
+    for run in files["run"]:
+        args += ["--run", run]
+    args += ["--qrels", files["qrels"][0], "--votes", files["votes"][0]]
+    args += ["--answers", files["answers"][0], "--chunk-map", files["chunkmap"][0]]
+    result = cli(*args)
+    assert "8 datasets" in result.stdout
+    return out
+
+
+def test_show_lists_kind_name_rows_digest_and_version(saved):
+    shown = json.loads(cli("workspace", "show", saved, "--format", "json").stdout)
+    assert shown["format"] == "ranklens-workspace" and shown["version"] == 1
+    kinds = [d["kind"] for d in shown["datasets"]]
+    assert kinds == ["run"] * 4 + ["qrels", "answers", "chunkmap", "votes"]
+    assert all(set(d) >= {"kind", "name", "rows", "digest"} for d in shown["datasets"])
+    assert {d["name"]: d["rows"] for d in shown["datasets"]}["chunks.csv"] == 2
+    table = cli("workspace", "show", saved).stdout
+    assert table.startswith("ranklens-workspace version 1") and "bm25-float-scores" in table
+
+
+def test_load_verifies(saved):
+    out = cli("workspace", "load", saved).stdout
+    assert "ok: 8 datasets read" in out
+    assert json.loads(cli("workspace", "load", saved, "--format", "json").stdout)["verified"] is True
+
+
+def test_bad_files_are_one_error_line(saved, files, tmp_path):
+    for args in (
+        ["workspace", "show", files["qrels"][0]],
+        ["workspace", "load", str(tmp_path / "missing.ranklens.zip")],
+        ["workspace", "save", str(tmp_path / "x.zip")],
+    ):
+        result = cli(*args, check=False)
+        assert result.returncode == 2, args
+        assert result.stderr.startswith("error: ") and result.stderr.count("\n") == 1, result.stderr
+    raw = Path(saved).read_bytes()
+    cut = tmp_path / "cut.ranklens.zip"
+    cut.write_bytes(raw[: len(raw) // 3])
+    result = cli("workspace", "load", str(cut), check=False)
+    assert result.returncode == 2 and "not a RankLens workspace file" in result.stderr
