@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from core.bt.budget import check_memory, estimate_memory
 from core.bt.counts import Aggregated, aggregate
 from core.bt.diagnostics import (
     PROVISIONAL_VOTES,
@@ -30,12 +31,14 @@ from core.bt.diagnostics import (
     no_votes,
     not_converged,
     plan_fit,
+    scale_path,
 )
 from core.bt.fitting import TOL, Fit, fit, null_fit
 from core.bt.graph import ABOVE, BELOW, REFERENCE, components
 from core.bt.intervals import INTERVAL_METHODS, Estimates, estimate, unidentified
 from core.bt.scale import RatingScale
-from core.bt.tables import RANKED_COLUMNS, LeaderboardRow, matrices, ranked_table, table_rows
+from core.bt.tables import RANKED_COLUMNS, LeaderboardRow, ranked_table, table_rows
+from core.bt.tables import matrices as pairwise
 from core.data import Votes
 from core.errors import DataError
 
@@ -200,16 +203,26 @@ def leaderboard(
     init: float = 1000.0,
     tol: float = TOL,
     progress: Callable[[int, int], None] | None = None,
+    matrices: bool = True,
+    max_memory_gb: float | None = None,
 ) -> Leaderboard:
     """Ratings, intervals (``sandwich`` | ``bootstrap`` | ``none``), ranks, matrices and
     diagnostics for ``votes``. ``l2``: ``"auto"`` (ridge `AUTO_L2` only when no finite MLE
     exists), a ridge ``> 0``, or ``0`` for no penalty (see `diagnostics.plan_fit`). Ratings
     are ``scale * s / ln(base) + init`` (`RatingScale`). Never raises for degenerate data:
-    see ``diagnostics``."""
+    see ``diagnostics``. ``matrices=False`` skips the (models x models) pairwise matrices
+    (``battles``, ``win_rate`` and ``predicted`` are None). Before fitting, the memory the
+    steps need is estimated (`budget.estimate_memory`) and `budget.MemoryLimitError` raised
+    when it exceeds ``max_memory_gb`` (default `budget.memory_limit_gb`: ``$RANKLENS_BT_MAX_GB``
+    or 4 GB)."""
     _check_options(intervals, ci)
     agg = aggregate(votes, half_life_days=half_life_days)
     if agg.n_votes == 0 or len(agg.pairs) == 0:
         return _empty([no_votes()], intervals, ci)
+    need = estimate_memory(
+        agg.n_models, len(agg.pairs), ties=ties, intervals=intervals, rounds=bootstrap_rounds, matrices=matrices
+    )
+    check_memory(need, max_memory_gb)
     rating_scale = RatingScale(scale, base, init, _anchor_index(agg.models, anchor, votes.source), anchor_rating)
     counts = agg.model_counts()
     comp = components(agg)
@@ -235,6 +248,7 @@ def leaderboard(
         *disconnected(comp),
         *plan.diagnostics,
         *not_converged(f, tol),
+        *scale_path(f, intervals),
         *bootstrap_unbounded(est),
         *shown.diagnostics,
     ]
@@ -242,7 +256,9 @@ def leaderboard(
         return _empty(diags, intervals, ci)
     table = ranked_table(agg.models, counts, comp, est.rating, est.low, est.high, shown.listed, shown.provisional)
     position = {name: k for k, name in enumerate(agg.models)}
-    battles, win_rate, predicted = matrices(agg, f, [position[name] for name in table["model"]])
+    battles = win_rate = predicted = None
+    if matrices:
+        battles, win_rate, predicted = pairwise(agg, f, [position[name] for name in table["model"]])
     samples = None
     if est.samples is not None:
         samples = pd.DataFrame(est.samples, columns=agg.models)[table["model"].tolist()]

@@ -21,6 +21,9 @@ code                     level    meaning
 ``min_votes``            info     models hidden by ``min_votes`` (still in the fit)
 ``none_listed``          error    no model has ``min_votes`` votes
 ``single_model``         info     only one model is listed
+``scale_path``           info     more than `budget.DENSE_MODELS` parameters: the methods of
+                                  the sparse path (sparse Newton-CG fit; how the intervals
+                                  were computed)
 =======================  =======  ========================================================
 
 The two decisions are stated, never silent: `plan_fit` returns the tie model and ridge that
@@ -43,6 +46,7 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
+import scipy.sparse as sp
 
 from core.bt.counts import Aggregated
 from core.bt.fitting import Fit
@@ -238,6 +242,26 @@ def plan_fit(
             )
         )
     return FitPlan(tie_model, used_l2, tie_share, no_decisive, tuple(diags), requested, data, groups, ident)
+
+
+def scale_path(f: Fit, intervals: str) -> list[Diagnostic]:
+    """``scale_path`` when the fit took the sparse path (its Hessian is sparse): the methods."""
+    if not sp.issparse(f.hessian):
+        return []
+    how = {
+        "sandwich": "sandwich intervals from one dense inverse of that Hessian",
+        "bootstrap": "bootstrap rounds redrawn by resampling the votes (vectorised), warm-started at the "
+        "point fit with chord steps, finished by sparse Newton-CG preconditioned by the point fit's inverse Hessian",
+        "none": "no intervals",
+    }.get(intervals, intervals)
+    return [
+        Diagnostic(
+            "info",
+            "scale_path",
+            f"{len(f.models):,} models: fitted by Newton's method on the sparse Hessian of the comparison graph, "
+            f"each step solved by preconditioned conjugate gradients; {how}.",
+        )
+    ]
 
 
 def not_converged(f: Fit, tol: float) -> list[Diagnostic]:

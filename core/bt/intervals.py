@@ -19,10 +19,11 @@ import numpy as np
 from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
+from core.bt.budget import NEWTON_BATCH_BYTES, dense_path
 from core.bt.counts import Aggregated
-from core.bt.fitting import TOL, Fit, gauge_projector, newton
+from core.bt.fitting import TOL, Fit, gauge_projector, newton, newton_cg
 from core.bt.graph import ABOVE, BELOW, REFERENCE, Identification
-from core.bt.likelihood import Likelihood, grad_half
+from core.bt.likelihood import HessianPattern, Likelihood, grad_half
 from core.bt.scale import RatingScale
 
 INTERVAL_METHODS = ("sandwich", "bootstrap", "none")
@@ -30,11 +31,17 @@ INTERVAL_METHODS = ("sandwich", "bootstrap", "none")
 
 # ---- sandwich ----------------------------------------------------------------------------
 def sandwich_cov(agg: Aggregated, f: Fit) -> np.ndarray:
-    """Robust covariance of the natural strengths (sum-zero gauge): ``H^+ V H^+``."""
+    """Robust covariance of the natural strengths (sum-zero gauge): ``H^+ V H^+``. On the
+    sparse path (a CSR Hessian) the meat is built sparse and both are densified for the one
+    dense inverse (``7 D^2`` floats, `budget.estimate_memory`)."""
     lik = Likelihood(agg.pairs, agg.n_models, f.ties, f.l2)
     with threadpool_limits(limits=1, user_api="blas"):
-        meat = lik.meat(f.x[None], agg.counts2[None])[0]
-        h = f.hessian
+        if isinstance(f.hessian, np.ndarray):
+            meat = lik.meat(f.x[None], agg.counts2[None])[0]
+            h = f.hessian
+        else:
+            meat = lik.sparse_meat(f.x, agg.counts2, HessianPattern(lik)).toarray()
+            h = f.hessian.toarray()
         if f.l2 > 0:
             hinv = np.linalg.inv(h)
         else:
@@ -66,6 +73,34 @@ def _draw_counts(
     flat = np.zeros((bsz, len(agg.pairs) * 3))
     flat[:, cells] = draw * rescale
     return flat.reshape(bsz, len(agg.pairs), 3)
+
+
+def _resampler(agg: Aggregated, cells: np.ndarray) -> Callable[[np.random.Generator, int], np.ndarray]:
+    """The scale path's draw of ``bsz`` count tables (bsz, Q, 3), vectorised over the block:
+    Multinomial(n_votes, counts / total) over the cells drawn as ``n_votes`` categorical
+    indices per round and counted with one bincount (O(votes) per round, where `_draw_counts`
+    is O(cells)). Unit weights: the votes themselves are resampled with replacement (uniform
+    indices into the votes' cells); weighted: inverse-CDF indices into the cells' weights.
+    Counts are rescaled to the total weight, as in `_draw_counts`."""
+    n, q, flat = agg.n_votes, len(agg.pairs), agg.counts.reshape(-1)
+    k = len(cells)
+    rescale = agg.total / n if n else 1.0
+    unit = bool(np.array_equal(agg.counts, agg.raw))
+    vote_cell = np.repeat(np.arange(k), agg.raw.reshape(-1)[cells].astype(np.int64)) if unit else None
+    cum = np.cumsum(flat[cells])
+
+    def draw(rng: np.random.Generator, bsz: int) -> np.ndarray:
+        if vote_cell is not None:
+            idx = vote_cell[rng.integers(0, len(vote_cell), (bsz, n))]
+        else:
+            idx = np.minimum(np.searchsorted(cum, rng.random((bsz, n)) * cum[-1], side="right"), k - 1)
+        idx += (np.arange(bsz) * k)[:, None]
+        counts = np.bincount(idx.reshape(-1), minlength=bsz * k).reshape(bsz, k).astype(np.float64)
+        out = np.zeros((bsz, q * 3))
+        out[:, cells] = counts * rescale
+        return out.reshape(bsz, q, 3)
+
+    return draw
 
 
 def _chord_steps(
@@ -108,8 +143,12 @@ def bootstrap(
     Each block: sample counts ~ Multinomial(n_votes, counts / total) (rescaled to the total
     weight), start every round at the point fit, take chord steps ``-g H0^+`` with the point
     fit's Hessian (cheap matrix products for the whole block), and finish the rounds that are
-    not yet within ``tol`` with exact batched Newton + line search. ``progress(done, rounds)``
-    is called after each block.
+    not yet within ``tol`` with exact batched Newton + line search (in batches of at most
+    `budget.NEWTON_BATCH_BYTES` of Hessians). ``progress(done, rounds)`` is called after each
+    block. Above `budget.DENSE_MODELS` parameters (the scale path) the counts are redrawn by
+    `_resampler` (same distribution, O(votes) per round), chord steps run up to three times as
+    long, and the remaining rounds finish with sparse Newton-CG (`fitting.newton_cg`)
+    preconditioned by ``H0^+``: nothing (rounds, D, D) is allocated.
     """
     t0 = time.perf_counter()
     m, q = agg.n_models, len(agg.pairs)
@@ -118,25 +157,39 @@ def bootstrap(
     cells = np.flatnonzero(flat > 0)
     pvals = flat[cells] / flat[cells].sum()
     rng = np.random.default_rng(seed)
+    dense = dense_path(lik.dim)
     if chunk is None:
         chunk = int(max(8, min(rounds, 4_000_000 // max(q * 3, 1))))
+    draw = None if dense else _resampler(agg, cells)
     samples = np.empty((rounds, m))
     bad = 0
     gauge = gauge_projector(f.components, lik.dim)
+    hess = f.hessian if isinstance(f.hessian, np.ndarray) else f.hessian.toarray()
+    # the exact-Newton fallback holds (batch, D, D) Hessians: at most NEWTON_BATCH_BYTES of them
+    newton_batch = max(1, NEWTON_BATCH_BYTES // (6 * 8 * lik.dim * lik.dim))
     with threadpool_limits(limits=1, user_api="blas"):
-        h0 = f.hessian + (gauge * (np.trace(f.hessian) / lik.dim) if f.l2 <= 0 else 0.0)
+        h0 = hess + (gauge * (np.trace(hess) / lik.dim) if f.l2 <= 0 else 0.0)
+        del hess
         h0inv = np.linalg.inv(h0)
+        del h0
         done = 0
         while done < rounds:
             bsz = min(chunk, rounds - done)
-            c = _draw_counts(rng, agg, cells, pvals, bsz)
+            c = _draw_counts(rng, agg, cells, pvals, bsz) if draw is None else draw(rng, bsz)
             total = c.sum(axis=(1, 2))
             x = np.repeat(f.x[None], bsz, axis=0)
-            todo = _chord_steps(lik, x, c, total, h0inv, tol, chord_iters)
-            if len(todo):  # rounds not yet confirmed within tol (or diverging): exact Newton
-                xs, _, gns = newton(lik, x[todo], c[todo], total[todo], gauge, tol, max_iter=60)
-                x[todo] = xs
-                bad += int((~(gns <= tol)).sum())
+            todo = _chord_steps(lik, x, c, total, h0inv, tol, chord_iters if dense else 3 * chord_iters)
+            if dense:  # rounds not yet confirmed within tol (or diverging): exact batched Newton
+                for at in range(0, len(todo), newton_batch):
+                    part = todo[at : at + newton_batch]
+                    xs, _, gns = newton(lik, x[part], c[part], total[part], gauge, tol, max_iter=60)
+                    x[part] = xs
+                    bad += int((~(gns <= tol)).sum())
+            else:  # sparse Newton-CG per remaining round, preconditioned by the point fit's inverse
+                for r in todo:
+                    xr, _, gnr, _ = newton_cg(lik, x[r], c[r], total[r], f.components, tol, 60, h0inv)
+                    x[r] = xr
+                    bad += int(not gnr <= tol)
             samples[done : done + bsz] = x[:, :m]
             done += bsz
             if progress is not None:

@@ -110,6 +110,17 @@ class Likelihood:
             h[:, m, m] = htt.sum(axis=1)
         return h
 
+    def sparse_derivs(
+        self, x: np.ndarray, c: np.ndarray, pattern: HessianPattern
+    ) -> tuple[float, np.ndarray, sp.csr_matrix]:
+        """One problem: loss, gradient (D,) and the Hessian as a (D, D) CSR matrix (ridge
+        included) from ``x`` (D,) and counts ``c`` (Q, 3); never a dense (D, D) array."""
+        terms = self.pair_terms(x[None], c[None], hess=True)
+        loss, g = self._finish(x[None], terms.loss, terms.gd, terms.gth)
+        assert terms.hdd is not None  # hess=True always returns the curvature
+        theta = None if terms.hdt is None or terms.htt is None else (terms.hdt[0], float(terms.htt[0].sum()))
+        return float(loss[0]), g[0], pattern.matrix(terms.hdd[0], theta)
+
     def derivs(self, x: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Loss (B,), gradient (B, D) and Hessian (B, D, D), ridge included."""
         terms = self.pair_terms(x, c, hess=True)
@@ -124,13 +135,24 @@ class Likelihood:
 
     def meat(self, x: np.ndarray, c2: np.ndarray) -> np.ndarray:
         """``V`` = sum over votes of the outer product of the per-vote score, from counts with
-        squared weights ``c2`` (B, Q, 3): the meat of the sandwich covariance."""
+        squared weights ``c2`` (B, Q, 3): the meat of the sandwich covariance (B, D, D)."""
+        hdd, theta = self.meat_terms(x, c2)
+        return self.assemble(hdd, theta)
+
+    def sparse_meat(self, x: np.ndarray, c2: np.ndarray, pattern: HessianPattern) -> sp.csr_matrix:
+        """`meat` of one problem (``x`` (D,), ``c2`` (Q, 3)) as a (D, D) CSR matrix."""
+        hdd, theta = self.meat_terms(x[None], c2[None])
+        th = None if theta is None else (theta[0][0], float(theta[1][0].sum()))
+        return pattern.matrix(hdd[0], th, ridge=False)
+
+    def meat_terms(self, x: np.ndarray, c2: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
+        """Per-pair terms of `meat`: ``hdd`` (B, Q) and, under Davidson, ``(hdt, htt)``."""
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         d = x[:, i] - x[:, j]
         if self.ties == "half":
             p = expit(d)
             r = c2[..., 0] * (p - 1.0) ** 2 + c2[..., 1] * (p - 0.5) ** 2 + c2[..., 2] * p**2
-            return self.assemble(r)
+            return r, None
         theta = x[:, self.m][:, None]
         half = 0.5 * d
         logz = np.logaddexp(np.logaddexp(half, -half), theta)
@@ -146,7 +168,46 @@ class Likelihood:
             hdd += c2[..., k] * vd * vd
             hdt += c2[..., k] * vd * vt
             htt += c2[..., k] * vt * vt
-        return self.assemble(hdd, (hdt, htt))
+        return hdd, (hdt, htt)
+
+
+class HessianPattern:
+    """The fixed CSR sparsity pattern of a `Likelihood`'s (D, D) Hessian: built once per fit
+    (one sort of its ``2Q + D`` entries, ``+ 2M + 1`` under Davidson), refilled per Newton step
+    by one gather. Entries: ``-hdd`` at (i, j) and (j, i), the weighted degrees plus the ridge
+    on the diagonal and, under Davidson, ``inc @ hdt`` in the theta row and column and the sum
+    of ``htt`` at (theta, theta)."""
+
+    def __init__(self, lik: Likelihood) -> None:
+        q, m, dim = len(lik.pairs), lik.m, lik.dim
+        i, j = lik.pairs[:, 0], lik.pairs[:, 1]
+        diag = np.arange(m)
+        rows = [i, j, diag]
+        cols = [j, i, diag]
+        if lik.ties == "davidson":
+            rows += [diag, np.full(m, m), np.array([m])]
+            cols += [np.full(m, m), diag, np.array([m])]
+        r, cidx = np.concatenate(rows), np.concatenate(cols)
+        self.order = np.lexsort((cidx, r))
+        self.indices = cidx[self.order].astype(np.int32)
+        self.indptr = np.concatenate([[0], np.cumsum(np.bincount(r, minlength=dim))]).astype(np.int32)
+        self.lik, self.q, self.dim = lik, q, dim
+
+    def matrix(
+        self, hdd: np.ndarray, theta: tuple[np.ndarray, float] | None = None, *, ridge: bool = True
+    ) -> sp.csr_matrix:
+        """The (D, D) CSR matrix from per-pair ``hdd`` (Q,) and, under Davidson, ``theta =
+        (hdt (Q,), sum of htt)``; with ``ridge`` the L2 ridge is added to the model diagonal."""
+        lik = self.lik
+        deg = lik.absinc @ hdd
+        if ridge and lik.l2 > 0:
+            deg = deg + lik.l2
+        parts = [-hdd, -hdd, deg]
+        if theta is not None:
+            col = lik.inc @ theta[0]
+            parts += [col, col, np.array([theta[1]])]
+        data = np.concatenate(parts)[self.order]
+        return sp.csr_matrix((data, self.indices, self.indptr), shape=(self.dim, self.dim))
 
 
 def _half_terms(d: np.ndarray, c: np.ndarray, hess: bool) -> PairTerms:

@@ -40,11 +40,29 @@ def rank_with_ub(
     ratings: np.ndarray, lo: np.ndarray, hi: np.ndarray, comp: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
     """Rank (1 + models strictly above) and the arena's rank upper bound (1 + models whose
-    lower bound exceeds this model's upper bound), within each component."""
-    same = comp[:, None] == comp[None, :]
-    rank = 1 + ((ratings[None, :] > ratings[:, None]) & same).sum(axis=1)
-    ub = 1 + ((lo[None, :] > hi[:, None]) & same).sum(axis=1)
-    return rank.astype(np.int64), ub.astype(np.int64)
+    lower bound exceeds this model's upper bound), within each component. Counted by sorting
+    within components (O(M log M), no (M, M) comparison); NaN compares false, as ``>`` does."""
+    return 1 + _count_above(ratings, ratings, comp), 1 + _count_above(lo, hi, comp)
+
+
+def _count_above(values: np.ndarray, at: np.ndarray, comp: np.ndarray) -> np.ndarray:
+    """Per model k: how many models of its component have ``values > at[k]`` (a NaN on either
+    side never counts). Values are replaced by their rank among all finite-or-infinite values
+    of both arrays, so ``(component, rank)`` is one int64 key and one sorted search answers all."""
+    comp = np.asarray(comp, dtype=np.int64)
+    values = np.asarray(values, dtype=np.float64)
+    at = np.asarray(at, dtype=np.float64)
+    count = np.zeros(len(at), np.int64)
+    ok_v, ok_a = ~np.isnan(values), ~np.isnan(at)
+    if not ok_v.any() or not ok_a.any():
+        return count
+    levels = np.unique(np.concatenate([values[ok_v], at[ok_a]]))
+    width = len(levels) + 1
+    keys = np.sort(comp[ok_v] * width + np.searchsorted(levels, values[ok_v]))
+    query = comp[ok_a] * width + np.searchsorted(levels, at[ok_a])
+    block_end = np.searchsorted(keys, comp[ok_a] * width + width, side="left")
+    count[ok_a] = block_end - np.searchsorted(keys, query, side="right")
+    return count
 
 
 def ranked_table(
