@@ -32,6 +32,8 @@ from core.ties import POLICIES, TRADITIONAL_ORDERS
 #: the notebook's report metrics (`core.tiereport.SEED_METRICS`, repeated: importing that
 #: module is left to the report's path)
 REPORT_METRICS = "mrr,hits@1,hits@3,hits@5,hits@10"
+#: ``--format`` choices written by `core.reports.export` (`run_export`)
+EXPORT_FORMATS: tuple[str, ...] = ("markdown", "latex")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -76,7 +78,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "document counted once at its first chunk) or dedup-then-cut (each document's first chunk only, then "
         "the top-k documents)",
     )
-    parser.add_argument("--format", default="table", choices=("table", "csv", "json"))
+    parser.add_argument(
+        "--format",
+        default="table",
+        choices=("table", "csv", "json", *EXPORT_FORMATS),
+        help="table, csv, json, or a report to paste: markdown | latex (booktabs): traditional, tie-aware and "
+        "range per metric, best in bold, superscript letters of the runs each is significantly better than",
+    )
     parser.add_argument(
         "--per-query",
         action="store_true",
@@ -101,6 +109,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.collapse is not None and args.chunk_map is None:
         raise MetricError("--collapse needs --chunk-map (the chunk-to-document map)")
+    if args.format in EXPORT_FORMATS:
+        if args.report is not None or args.chunk_map is not None or args.per_query:
+            raise MetricError(
+                f"--format {args.format} writes the summary report of document runs: "
+                "it does not take --report, --chunk-map or --per-query"
+            )
+        if getattr(args, "engine", None) not in (None, "memory"):
+            raise MetricError(f"--format {args.format} evaluates in memory: it does not take --engine {args.engine}")
+        return run_export(args)
     if args.report == "ties":
         if args.chunk_map is not None:
             raise MetricError("--report ties evaluates document runs: it does not take --chunk-map")
@@ -162,6 +179,37 @@ def run_tie_report(args: argparse.Namespace) -> int:
         emit_table(report.per_query.merge(report.queries, on=["run", "qid"], how="left"), "table")
     else:
         sys.stdout.write(render_tie_report(report))
+    return 0
+
+
+def run_export(args: argparse.Namespace) -> int:
+    """``--format markdown|latex``: `core.reports.export.metrics_markdown` / `metrics_latex`
+    of the runs: the traditional value under ``--ties`` when it is a traditional order (else
+    trec_eval's), the tie-aware value and its range; with two runs or more, `core.stats.all_pairs`
+    (randomisation, 10,000 permutations, seed 0, Holm, alpha 0.05) on the
+    tie-aware per-query values gives the superscript letters."""
+    from core.metrics import evaluate_policies, parse_metrics
+    from core.reports import export
+    from core.stats import all_pairs
+
+    qrels = read_qrels(args.qrels)
+    runs = read_named_runs(args.run)
+    metrics = parse_metrics(args.metrics if args.metrics is not None else ",".join(DEFAULT_METRICS))
+    names = [m.name for m in metrics]
+    traditional = args.ties if args.ties in TRADITIONAL_ORDERS else "trec"
+    table = evaluate_policies(runs, qrels, metrics, rel_level=args.rel_level, traditional=traditional)
+    tied = evaluate(runs, qrels, metrics, ties="expected", rel_level=args.rel_level)
+    for note in tied.warnings:
+        print(f"warning: {note}", file=sys.stderr)
+    significance = (
+        all_pairs(
+            tied.per_query, names, test="randomisation", correction="holm", alpha=0.05, n_permutations=10_000, seed=0
+        )
+        if len(runs) > 1
+        else None
+    )
+    write = export.metrics_markdown if args.format == "markdown" else export.metrics_latex
+    sys.stdout.write(write(table, [r.name for r in runs], names, traditional=traditional, significance=significance))
     return 0
 
 

@@ -73,7 +73,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="DAYS",
         help="temporal decay: weight votes by 0.5 ** (age / DAYS) (needs timestamps)",
     )
-    parser.add_argument("--format", choices=["json", "csv", "table"], default="table", help="output format")
+    parser.add_argument(
+        "--format",
+        choices=["json", "csv", "table", "markdown", "latex"],
+        default="table",
+        help="output format: table, csv, json (the design's rows), or a report to paste: markdown | latex "
+        "(booktabs) with the interval method stated (default table)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,19 +111,33 @@ def run(args: argparse.Namespace) -> int:
         print(f"{label}: {d.message}", file=sys.stderr)
     if not lb.ok:
         return 1
+    if args.format in ("markdown", "latex"):
+        from core.reports import export
+
+        write = export.leaderboard_markdown if args.format == "markdown" else export.leaderboard_latex
+        sys.stdout.write(write(lb, seed=args.seed))
+        for line in footer(lb, args.seed):
+            print(f"note: {line}", file=sys.stderr)
+        return 0
     frame = lb.table[bt.TABLE_COLUMNS].copy()
     emit_table(frame, args.format, json_payload=lb.records())
     if args.format == "table":
-        print("\n".join(footer(lb)))
+        print("\n".join(footer(lb, args.seed)))
     else:
-        for line in footer(lb):
+        for line in footer(lb, args.seed):
             print(f"note: {line}", file=sys.stderr)
     return 0
 
 
-def footer(lb: Leaderboard) -> list[str]:
-    """The table's footer: the L2 penalty used and, if any, the models that are not estimable."""
-    lines = [f"L2 penalty: {lb.summary.penalty}"] if lb.summary is not None else []
+def footer(lb: Leaderboard, seed: int | None = None) -> list[str]:
+    """The table's footer: the interval method (`core.reports.export.IntervalMethod`: bootstrap
+    rounds and ``seed``, or sandwich), the L2 penalty used and, if any, the models that are not
+    estimable."""
+    from core.reports.export import interval_method
+
+    lines = [f"Intervals: {interval_method(lb, seed).text()}"]
+    if lb.summary is not None:
+        lines.append(f"L2 penalty: {lb.summary.penalty}")
     off = lb.not_estimable()
     if off:
         by_value = {v: [m for m, x in off.items() if x == v] for v in ("+inf", "-inf", "NaN")}
