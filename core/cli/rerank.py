@@ -54,6 +54,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     st.add_argument("--seed", type=int, help="TourRank shuffle seed (default 13)")
     st.add_argument("--scale", choices=("3", "10"), default="3", help="pointwise grade scale 0-3 or 0-10")
     st.add_argument("--max-docs", type=int, help="prp-allpairs: judge only the first N candidates (default 20)")
+    st.add_argument("--set-size", type=int, help="setwise: passages shown per call (>= 3, default 3)")
+    st.add_argument("--top-k", type=int, help="setwise/acurank: rank only the first K (the rest keep their order)")
+    st.add_argument("--target-rank", type=int, help="acurank: the top-K whose membership is refined (default 10)")
+    st.add_argument("--tolerance", type=float, help="acurank: certainty margin in (0, 0.5) (default 0.01)")
+    st.add_argument("--uncertain-threshold", type=int, help="acurank: fewest uncertain passages for a round (10)")
+    st.add_argument("--budget", type=int, help="acurank: most adaptive calls per query (default none)")
+    st.add_argument("--no-initial-pass", action="store_true", help="acurank: skip the initial windowed pass")
+    st.add_argument(
+        "--priors",
+        choices=("none", "first-stage"),
+        default="none",
+        help="acurank: start each passage's TrueSkill rating from its first-stage score (all must be > 0)",
+    )
     st.add_argument("--shuffle-seed", type=int, help="shuffle each query's candidates first (position-bias studies)")
     st.add_argument("--max-chars", type=int, default=4000, help="truncate passages to N characters (0 = never)")
     st.add_argument(
@@ -131,8 +144,19 @@ def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
         },
         "pointwise": {"scale": int(args.scale)},
         "prp-allpairs": {"max_docs": args.max_docs},
+        "setwise": {"set_size": args.set_size, "top_k": args.top_k},
+        "acurank": {
+            "window": args.window,
+            "target_rank": args.target_rank,
+            "tolerance": args.tolerance,
+            "uncertain_threshold": args.uncertain_threshold,
+            "budget": args.budget,
+            "initial_pass": False if args.no_initial_pass else None,
+            "top_k": args.top_k,
+            "priors": "first-stage" if args.priors == "first-stage" else None,
+        },
     }
-    return {k: v for k, v in table[strategy].items() if v is not None}
+    return {k: v for k, v in table.get(strategy, {}).items() if v is not None}
 
 
 def _provider_kind(args: argparse.Namespace) -> str:
@@ -218,7 +242,11 @@ def run(args: argparse.Namespace) -> int:
         sizes = cands.estimate_sizes()
         rows = []
         for s in strategies:
-            est = estimate(s, sizes, _params(args, s), prices).to_dict()
+            estimate_ = estimate(s, sizes, _params(args, s), prices)
+            if not estimate_.exact:  # the count depends on the answers: say the bounds
+                counted = "the fewest" if estimate_.call_range and estimate_.call_range[1] is None else "the most"
+                print(f"note: {s}: {estimate_.calls_text()} (the table counts {counted})", file=sys.stderr)
+            est = estimate_.to_dict()
             rows.append({k: est[k] for k in ESTIMATE_COLUMNS})
         frame = pd.DataFrame(rows)
         emit_table(frame, args.format)

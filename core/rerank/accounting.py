@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from core.rerank.driver import QueryResult
-from core.rerank.strategies import estimate_calls, resolve_params, shown_counts
+from core.rerank.strategies import call_bounds, estimate_calls, resolve_params, shown_counts
 from core.rerank.trace import CallRecord
 
 CHARS_PER_TOKEN = 4.0
@@ -51,7 +51,8 @@ def percentile(values: Sequence[float], q: float) -> float:
 @dataclass(frozen=True)
 class Estimate:
     """Before a run, one strategy over a candidate set: exact provider operations (total, per
-    query, the largest per query; re-asks excluded) and estimated tokens and cost (USD)."""
+    query, the largest per query; re-asks excluded) or, where they depend on the answers, their
+    bounds (``call_range``, `calls_text`), and estimated tokens and cost (USD)."""
 
     strategy: str
     queries: int
@@ -61,10 +62,33 @@ class Estimate:
     prompt_tokens: int
     completion_tokens: int
     cost: float
+    #: (fewest, most) total calls when the count depends on the answers (setwise, acurank;
+    #: most None when nothing bounds it), else None: ``calls`` is exact. ``calls``, tokens and
+    #: cost then count the most (the fewest when unbounded).
+    call_range: tuple[int, int | None] | None = None
+
+    @property
+    def exact(self) -> bool:
+        """Whether ``calls`` is the exact count (it does not depend on the answers)."""
+        return self.call_range is None
+
+    def calls_text(self) -> str:
+        """``"1,234 calls"``, ``"between 80 and 120 calls"`` or ``"at least 80 calls (no upper
+        bound: set a budget)"``: what a user confirms before a paid run."""
+        if self.call_range is None:
+            return f"{self.calls:,} calls"
+        low, high = self.call_range
+        if high is None:
+            return f"at least {low:,} calls (no upper bound: set a budget)"
+        return f"between {low:,} and {high:,} calls"
 
     def to_dict(self) -> dict[str, Any]:
-        """The fields as a flat dict (JSON output)."""
-        return asdict(self)
+        """The fields as a flat dict (JSON output); ``call_range`` only where the count depends
+        on the answers (the exact strategies keep their keys)."""
+        out = asdict(self)
+        if self.call_range is None:
+            del out["call_range"]
+        return out
 
 
 @dataclass(frozen=True)
@@ -123,9 +147,15 @@ def estimate(
     params = dict(params or {})
     resolve_params(strategy, params)
     calls: list[int] = []
+    low, high, ranged = 0, 0, False
+    unbounded = False
     prompt, completion = 0.0, 0.0
     for n, mean_chars in queries:
         calls.append(estimate_calls(strategy, n, **params))
+        q_low, q_high = call_bounds(strategy, n, **params)
+        ranged = ranged or q_low != q_high
+        unbounded = unbounded or q_high is None
+        low, high = low + q_low, high + (q_high or 0)
         for op, k, count in shown_counts(strategy, n, **params):
             m = None
             prompt += count * (TEMPLATE_TOKENS[op] + k * (mean_chars / CHARS_PER_TOKEN + 3))
@@ -142,6 +172,7 @@ def estimate(
         round(prompt),
         round(completion),
         prices.cost(prompt, completion),
+        (low, None if unbounded else high) if ranged else None,
     )
 
 

@@ -32,7 +32,7 @@ from core.errors import RankLensError
 from core.rerank.accounting import Estimate, Prices, Usage, estimate, summarize
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.rerank.driver import QueryResult, arerank_query, rerank_query
-from core.rerank.errors import StrictOutputError
+from core.rerank.errors import RerankConfigError, StrictOutputError
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import resolve_params
 from core.rerank.trace import RECORD_COLUMNS, CallRecord
@@ -223,6 +223,11 @@ def rerank_candidates(
     logs: dict[str, list[CallRecord]] = {q.qid: [] for q in cands.queries}
 
     def opts(q: QueryCandidates) -> dict[str, Any]:
+        own = dict(params)
+        if own.get("priors") == "first-stage":  # acurank: this query's first-stage scores
+            if q.scores is None:
+                raise RerankConfigError(f"query {q.qid!r} has no first-stage scores to use as priors")
+            own["priors"] = list(q.scores)
         return dict(
             qid=q.qid,
             labels=list(q.docids),
@@ -232,7 +237,7 @@ def rerank_candidates(
             on_op=tick_op,
             log=logs[q.qid],
             breaker=circuit,
-            **params,
+            **own,
         )
 
     results: dict[str, QueryResult] = {}

@@ -29,7 +29,13 @@ from dataclasses import dataclass
 from numbers import Integral
 from typing import Any
 
-from core.rerank.errors import DocumentTooLongError, InvalidOutputError, StrictOutputError, excerpt
+from core.rerank.errors import (
+    DocumentTooLongError,
+    InvalidOutputError,
+    RerankConfigError,
+    StrictOutputError,
+    excerpt,
+)
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import Op, Outcome, make_strategy, resolve_params
 from core.rerank.trace import CallRecord, OpTrace, QueryTrace
@@ -297,6 +303,10 @@ def _setup(
     if shuffle_seed is not None:
         random.Random(shuffle_seed).shuffle(perm)
     shown_texts = [texts[i] for i in perm]
+    if p.get("priors") is not None:  # one prior per input passage: follow the shuffle
+        if len(p["priors"]) != n:
+            raise RerankConfigError(f"priors must be given for every passage or none ({len(p['priors'])} for {n})")
+        p = {**p, "priors": [p["priors"][i] for i in perm]}
     lab = list(labels) if labels is not None else [str(i + 1) for i in range(n)]
     trace = QueryTrace(
         qid=qid,

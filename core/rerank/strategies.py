@@ -27,9 +27,15 @@ tourrank, given the same answers):
   documents (one batch, pairs i<j in input order, ``compare(i, j)`` then ``compare(j, i)``),
   aggregated with a Bradley-Terry fit (undecided = half a win each); documents beyond
   ``max_docs`` keep their input order after the judged ones. Calls: k(k-1), k = min(n, max_docs).
+* ``setwise`` (set_size=3, top_k) and ``acurank`` (target_rank=10, window=20, tolerance=0.01,
+  uncertain_threshold=10, budget, initial_pass, top_k, priors): see `core.rerank.setwise` and
+  `core.rerank.acurank` (call for call as ranksmith 0.6.0). Their calls depend on the answers:
+  the row's ``bounds`` gives (fewest, most) (`call_bounds`; most is None when unbounded) and
+  ``calls`` the most (the fewest when unbounded). With ``top_k`` the order is still a full
+  permutation: the first ``top_k`` as ranked, the rest in input order.
 
 Every strategy is one `StrategySpec` row of `TABLE` (defaults, parameter check, traversal, exact
-call count, sequential depth, shown passages for cost estimates); `STRATEGIES` and `DEFAULTS` are
+call count or bounds, sequential depth, shown passages for cost estimates); `STRATEGIES` and `DEFAULTS` are
 read from it. A new strategy is a traversal generator here plus one row.
 """
 
@@ -39,38 +45,20 @@ import json
 import math
 import random
 import re
-from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from core.rerank.acurank import FIRST_STAGE, acurank, check_priors
+from core.rerank.acurank import call_bounds as acurank_bounds
 from core.rerank.btfit import fit_pairs
 from core.rerank.errors import RerankConfigError
+from core.rerank.ops import Op, Outcome, StrategyGen
+from core.rerank.setwise import call_bounds as setwise_bounds
+from core.rerank.setwise import setwise
 
 #: TourRank paper stages for top-100 (groups, group_size, keep): 100 -> 50 -> 20 -> 10 -> 5 -> 2.
 PAPER_STAGES: tuple[tuple[int, int, int], ...] = ((5, 20, 10), (5, 10, 4), (1, 20, 10), (1, 10, 5), (1, 5, 2))
-
-
-@dataclass(frozen=True)
-class Op:
-    """One provider call: ``kind`` in rank|compare|select|grade on positions ``ids`` (shown in
-    this order); ``m`` for select."""
-
-    kind: str
-    ids: tuple[int, ...]
-    m: int | None = None
-
-
-@dataclass
-class Outcome:
-    """Final order (0-based input positions, best first), optional scores per input position
-    (grades, points, BT strengths) and strategy-specific extras."""
-
-    order: list[int]
-    scores: list[float] | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-
-StrategyGen = Generator[list[Op], list[Any], Outcome]
 
 
 # ---- parameters --------------------------------------------------------------------------------
@@ -166,9 +154,25 @@ def parse_stages(text: str) -> list[tuple[int, ...]]:
 
 # ---- call counts -------------------------------------------------------------------------------
 def estimate_calls(name: str, n: int, **params: Any) -> int:
-    """Exact number of provider operations for one query of ``n`` documents (no re-asks)."""
+    """Exact number of provider operations for one query of ``n`` documents (no re-asks); for a
+    strategy whose count depends on the answers, the most (`call_bounds`; the fewest when
+    nothing bounds it)."""
     p = resolve_params(name, params)
     return _spec(name).calls(n, p) if n > 0 else 0
+
+
+def call_bounds(name: str, n: int, **params: Any) -> tuple[int, int | None]:
+    """(fewest, most) provider operations for one query of ``n`` documents (no re-asks); equal
+    for the strategies whose count does not depend on the answers; most is None when nothing
+    bounds it (AcuRank without a budget)."""
+    p = resolve_params(name, params)
+    if n <= 0:
+        return 0, 0
+    spec = _spec(name)
+    if spec.bounds is None:
+        exact = spec.calls(n, p)
+        return exact, exact
+    return spec.bounds(n, p)
 
 
 def sequential_depth(name: str, n: int, **params: Any) -> int:
@@ -273,7 +277,9 @@ class StrategySpec:
     coerces the merged parameters in place (raising `RerankConfigError`); the others take the
     candidate count ``n >= 1`` and the resolved parameters: ``traversal`` (the generator; also
     used for n = 0), ``calls`` (exact operations), ``depth`` (batches run one after another) and
-    ``shown`` (``(op, passages shown, calls)`` rows for cost estimates)."""
+    ``shown`` (``(op, passages shown, calls)`` rows for cost estimates); ``bounds`` (optional:
+    (fewest, most) calls where they depend on the answers, most None when unbounded; then
+    ``calls``, ``depth`` and ``shown`` count the most, or the fewest when unbounded)."""
 
     name: str
     defaults: dict[str, Any]
@@ -282,6 +288,7 @@ class StrategySpec:
     calls: Callable[[int, Params], int]
     depth: Callable[[int, Params], int]
     shown: Callable[[int, Params], list[tuple[str, int, int]]]
+    bounds: Callable[[int, Params], tuple[int, int | None]] | None = None
 
 
 def _check_rankgpt(p: Params) -> None:
@@ -304,6 +311,64 @@ def _check_pointwise(p: Params) -> None:
 
 def _check_allpairs(p: Params) -> None:
     p["max_docs"] = _int(p, "max_docs", low=2)
+
+
+def _top_k(p: Params) -> None:
+    if p.get("top_k") is not None:
+        p["top_k"] = _int(p, "top_k", low=0)
+
+
+def _check_setwise(p: Params) -> None:
+    p["set_size"] = _int(p, "set_size", low=3)
+    _top_k(p)
+
+
+def _check_acurank(p: Params) -> None:
+    for key in ("target_rank", "window", "uncertain_threshold"):
+        p[key] = _int(p, key)
+    tol = p["tolerance"]
+    if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 0.5:
+        raise RerankConfigError(f"tolerance must be a number in (0, 0.5) (got {tol!r})")
+    p["tolerance"] = float(tol)
+    if p.get("budget") is not None:
+        p["budget"] = _int(p, "budget", low=0)
+    if not isinstance(p["initial_pass"], bool):
+        raise RerankConfigError(f"initial_pass must be true or false (got {p['initial_pass']!r})")
+    if p.get("priors") != FIRST_STAGE:  # "first-stage": each query's candidate scores (`rerank_candidates`)
+        p["priors"] = check_priors(p.get("priors"))
+    _top_k(p)
+
+
+def _setwise_bounds(n: int, p: Params) -> tuple[int, int | None]:
+    return setwise_bounds(n, p["set_size"], p["top_k"])
+
+
+def _acurank_bounds(n: int, p: Params) -> tuple[int, int | None]:
+    return acurank_bounds(n, p["target_rank"], p["window"], p["tolerance"], p["budget"], p["initial_pass"])
+
+
+def _most(bounds: tuple[int, int | None]) -> int:
+    low, high = bounds
+    return low if high is None else high
+
+
+def _acurank_initial(n: int, p: Params) -> int:
+    w = p["window"]
+    return (n // w + (n % w >= 2)) if p["initial_pass"] and n >= 2 and w >= 2 else 0
+
+
+def _acurank_depth(n: int, p: Params) -> int:
+    """Rounds (each one concurrent batch) of the most calls: the initial pass, then one final
+    round when ``target_rank >= n`` (exact), else at most one round per budgeted call (none
+    counted without a budget)."""
+    initial = _acurank_initial(n, p)
+    rounds = 1 if initial else 0
+    low, high = _acurank_bounds(n, p)
+    if high is None or high == initial:
+        return rounds
+    if p["target_rank"] >= n and low == high:
+        return rounds + 1
+    return rounds + high - initial
 
 
 def _rankgpt_calls(n: int, p: Params) -> int:
@@ -362,6 +427,45 @@ TABLE: dict[str, StrategySpec] = {
             _allpairs_calls,
             lambda n, p: 1 if min(n, p["max_docs"]) >= 2 else 0,
             lambda n, p: [("compare", 2, _allpairs_calls(n, p))],
+        ),
+        StrategySpec(
+            "setwise",
+            {"set_size": 3, "top_k": None},
+            _check_setwise,
+            lambda n, p: setwise(n, p["set_size"], p["top_k"]),
+            lambda n, p: _most(_setwise_bounds(n, p)),
+            lambda n, p: _most(_setwise_bounds(n, p)),
+            lambda n, p: [("select", min(n, p["set_size"]), _most(_setwise_bounds(n, p)))],
+            _setwise_bounds,
+        ),
+        StrategySpec(
+            "acurank",
+            {
+                "target_rank": 10,
+                "window": 20,
+                "tolerance": 0.01,
+                "uncertain_threshold": 10,
+                "budget": None,
+                "initial_pass": True,
+                "top_k": None,
+                "priors": None,
+            },
+            _check_acurank,
+            lambda n, p: acurank(
+                n,
+                p["target_rank"],
+                p["window"],
+                p["tolerance"],
+                p["uncertain_threshold"],
+                p["budget"],
+                p["initial_pass"],
+                p["top_k"],
+                p["priors"],
+            ),
+            lambda n, p: _most(_acurank_bounds(n, p)),
+            _acurank_depth,
+            lambda n, p: [("rank", min(n, p["window"]), _most(_acurank_bounds(n, p)))],
+            _acurank_bounds,
         ),
     )
 }
