@@ -1,6 +1,9 @@
 """Live LLM reranking: strategies own the traversal, providers own prompts and parsing.
 
-Entry points: `run_strategy` (one query, final order as 0-based indices), `estimate`
+Library use: `rerank(query, documents, strategy, provider=...)` / `arerank` / `rerank_batch` /
+`arerank_batch` -> `RerankResult` (`core.rerank.api`); strategy plug-ins with
+`register_strategy` / `load_strategy` (`core.rerank.plugins`, the protocol in its docstring).
+Other entry points: `run_strategy` (one query, final order as 0-based indices), `estimate`
 (calls, tokens and cost before a run), `rerank_candidates` (a whole candidate set -> Run,
 `Usage` and the call log) and `make_provider` (a registered provider by name).
 The seams: `Provider` / `AsyncProvider` (what a provider answers; `BaseProvider` for new
@@ -20,6 +23,16 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from core.rerank.accounting import Estimate, Prices, Usage, estimate, percentile
+    from core.rerank.api import (
+        RankedDocument,
+        RerankResult,
+        TraceSummary,
+        arerank,
+        arerank_batch,
+        normalize_documents,
+        rerank,
+        rerank_batch,
+    )
     from core.rerank.batch import INVALID_RATE_WARNING, BatchResult, Progress, ProgressState, rerank_candidates
     from core.rerank.cache import DEFAULT_DIR as CACHE_DIR
     from core.rerank.cache import ReplyCache
@@ -28,13 +41,19 @@ if TYPE_CHECKING:
     from core.rerank.errors import (
         DocumentTooLongError,
         InvalidOutputError,
+        LogprobsUnsupportedError,
         ProviderError,
+        RerankBudgetError,
         RerankConfigError,
         RerankError,
+        RerankInputError,
+        RerankParseError,
+        RerankProviderError,
         StrictOutputError,
     )
     from core.rerank.keys import SecretSource, resolve_api_key
     from core.rerank.lexical import LexicalProvider
+    from core.rerank.plugins import load_strategy, register_strategy, strategy_names, unregister_strategy
     from core.rerank.provider import AsyncProvider, BaseProvider, Provider
     from core.rerank.registry import PROVIDERS, ProviderSpec, make_provider
     from core.rerank.strategies import (
@@ -54,6 +73,19 @@ if TYPE_CHECKING:
 
 #: public name -> (submodule, attribute)
 _EXPORTS: dict[str, tuple[str, str]] = {
+    **{
+        n: ("api", n)
+        for n in (
+            "RankedDocument",
+            "RerankResult",
+            "TraceSummary",
+            "arerank",
+            "arerank_batch",
+            "normalize_documents",
+            "rerank",
+            "rerank_batch",
+        )
+    },
     **{n: ("accounting", n) for n in ("Estimate", "Prices", "Usage", "estimate", "percentile")},
     **{
         n: ("batch", n)
@@ -68,14 +100,20 @@ _EXPORTS: dict[str, tuple[str, str]] = {
         for n in (
             "DocumentTooLongError",
             "InvalidOutputError",
+            "LogprobsUnsupportedError",
             "ProviderError",
+            "RerankBudgetError",
             "RerankConfigError",
             "RerankError",
+            "RerankInputError",
+            "RerankParseError",
+            "RerankProviderError",
             "StrictOutputError",
         )
     },
     **{n: ("keys", n) for n in ("SecretSource", "resolve_api_key")},
     "LexicalProvider": ("lexical", "LexicalProvider"),
+    **{n: ("plugins", n) for n in ("load_strategy", "register_strategy", "strategy_names", "unregister_strategy")},
     **{n: ("provider", n) for n in ("AsyncProvider", "BaseProvider", "Provider")},
     **{n: ("registry", n) for n in ("PROVIDERS", "ProviderSpec", "make_provider")},
     **{
@@ -130,6 +168,7 @@ __all__ = [
     "Estimate",
     "InvalidOutputError",
     "LexicalProvider",
+    "LogprobsUnsupportedError",
     "Op",
     "OpTrace",
     "Prices",
@@ -141,26 +180,42 @@ __all__ = [
     "QueryCandidates",
     "QueryResult",
     "QueryTrace",
+    "RankedDocument",
     "ReplyCache",
+    "RerankBudgetError",
     "RerankConfigError",
     "RerankError",
+    "RerankInputError",
+    "RerankParseError",
+    "RerankProviderError",
+    "RerankResult",
     "RetryPolicy",
     "SecretSource",
     "StrategySpec",
     "StrictOutputError",
+    "TraceSummary",
     "Usage",
+    "arerank",
+    "arerank_batch",
     "arerank_query",
     "arun_strategy",
     "estimate",
     "estimate_calls",
+    "load_strategy",
     "make_provider",
+    "normalize_documents",
     "parse_scale",
     "parse_stages",
     "percentile",
+    "register_strategy",
+    "rerank",
+    "rerank_batch",
     "rerank_candidates",
     "rerank_query",
     "resolve_api_key",
     "run_strategy",
     "sequential_depth",
+    "strategy_names",
     "tourrank_plan",
+    "unregister_strategy",
 ]

@@ -10,6 +10,19 @@ disk (`ReplyCache`) by provider, base URL, model, messages and parameters, never
 Every reply (re-asks included, cache hits flagged) is recorded in the operation's `OpTrace`,
 which the driver passes as ``trace``.
 
+Several endpoints: ``base_url`` may be a list of OpenAI-compatible servers of one model. Each
+attempt takes a slot on one of them from the provider's `EndpointPool` (least busy healthy
+endpoint, round robin on ties, at most ``endpoint_concurrency`` requests in flight per endpoint;
+an endpoint failing `ENDPOINT_FAILURES` attempts in a row is skipped for ``endpoint_cooldown``
+seconds); a failed attempt is retried at once on another healthy endpoint (backoff only when
+there is none). Every record names the endpoint that answered (``CallRecord.endpoint``) for
+the accounting per endpoint; the reply cache is keyed by the whole list (replies of one model).
+
+First-token scoring (``score``): one call per window with ``max_tokens=1, logprobs=True,
+top_logprobs=20``; the probability of each passage's label (A, B, ...) as the first generated
+token (`parsing.parse_first_token`). A server that answers without log-probabilities raises
+`LogprobsUnsupportedError`: never a silent fallback.
+
 The API key is kept in a private attribute: it is not in ``repr``, cache keys, cached values,
 call logs or error messages (any occurrence in a server message is replaced by ``***``).
 """
@@ -21,7 +34,7 @@ import os
 import ssl
 import threading
 import time
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,15 +42,18 @@ import httpx2  # the HTTP layer of the pinned openai client (its documented raw-
 import openai
 
 from core.rerank.cache import ReplyCache, cache_key
-from core.rerank.errors import InvalidOutputError, ProviderError
+from core.rerank.errors import InvalidOutputError, LogprobsUnsupportedError, ProviderError, RerankConfigError
 from core.rerank.keys import resolve_api_key
-from core.rerank.parsing import parse_reply
+from core.rerank.parsing import parse_first_token, parse_reply
 from core.rerank.prompts import build_messages, reask_messages
 from core.rerank.provider import BaseProvider
 from core.rerank.trace import OpTrace
 from core.rerank.transport import (
+    ENDPOINT_COOLDOWN,
     CallScope,
     CircuitOpenError,
+    Endpoint,
+    EndpointPool,
     MalformedReplyError,
     RetryPolicy,
     SiblingFailedError,
@@ -45,6 +61,9 @@ from core.rerank.transport import (
 )
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
+#: Alternatives asked for per first token (the OpenAI API's maximum).
+TOP_LOGPROBS = 20
+NO_LOGPROBS = "this server does not return log-probabilities; first-token scoring needs them"
 
 Messages = list[dict[str, str]]
 
@@ -95,6 +114,26 @@ class _AsyncHttpClient(openai.DefaultAsyncHttpxClient):
             pass
 
 
+def _top_logprobs(data: Any) -> list[tuple[str, float]] | None:
+    """``choices[0].logprobs.content[0].top_logprobs`` as (token, logprob) pairs (the chosen
+    token added when the list lacks it); None when the body carries no log-probabilities."""
+    try:
+        first = data["choices"][0]["logprobs"]["content"][0]
+    except (KeyError, IndexError, TypeError):
+        return None
+    if not isinstance(first, dict):
+        return None
+    pairs = [
+        (alt["token"], float(alt["logprob"]))
+        for alt in first.get("top_logprobs") or []
+        if isinstance(alt, dict) and isinstance(alt.get("token"), str) and isinstance(alt.get("logprob"), (int, float))
+    ]
+    token, logprob = first.get("token"), first.get("logprob")
+    if isinstance(token, str) and isinstance(logprob, (int, float)) and all(t != token for t, _ in pairs):
+        pairs.append((token, float(logprob)))
+    return pairs or None
+
+
 def _reply_data(response: httpx2.Response) -> Any:
     """The decoded JSON of a 200 reply; `MalformedReplyError` when the body is not JSON (not
     UTF-8, truncated, an HTML error page, whatever the content type says)."""
@@ -120,6 +159,8 @@ class Reply:
     cache_hit: bool = False
     retries: int = 0
     fault: str | None = None  # a malformed body that persisted through the retries: what was wrong
+    endpoint: str = ""  # the base URL that answered ("" for a cache hit)
+    top_logprobs: list[tuple[str, float]] | None = None  # first token's alternatives (when asked for)
 
 
 #: A provider operation as a generator: yields the messages to send, receives the `Reply`,
@@ -142,6 +183,7 @@ def _record(
             completion_tokens=reply.completion_tokens,
             cache_hit=reply.cache_hit,
             retries=reply.retries,
+            endpoint=reply.endpoint,
         )
 
 
@@ -155,7 +197,7 @@ class OpenAIProvider(BaseProvider):
         *,
         model: str | None = None,
         api_key: str | None = None,
-        base_url: str | None = None,
+        base_url: str | Sequence[str] | None = None,
         azure_endpoint: str | None = None,
         azure_deployment: str | None = None,
         api_version: str | None = None,
@@ -167,10 +209,19 @@ class OpenAIProvider(BaseProvider):
         scale: int = 3,
         retry: RetryPolicy | None = None,
         cache: ReplyCache | None = None,
+        endpoint_concurrency: int | None = None,
+        endpoint_cooldown: float = ENDPOINT_COOLDOWN,
     ) -> None:
         self.azure = bool(azure_endpoint)
         self.model = model or azure_deployment or "gpt-4o-mini"
-        self.base_url = (base_url or "").rstrip("/") or None
+        urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
+        if not all(u is None or isinstance(u, str) for u in urls):
+            raise RerankConfigError(f"base_url must be a URL or a list of URLs (got {base_url!r})")
+        #: every base URL given, in order, without repeats (empty: the default endpoint)
+        self.base_urls: list[str] = list(dict.fromkeys(u.rstrip("/") for u in urls if u and u.strip("/ ")))
+        if self.base_urls and azure_endpoint:
+            raise RerankConfigError("give either base_url(s) or azure_endpoint, not both")
+        self.base_url = self.base_urls[0] if self.base_urls else None
         self.azure_endpoint = (azure_endpoint or "").rstrip("/") or None
         self.azure_deployment = azure_deployment or (self.model if self.azure else None)
         self.api_version = api_version or ("2024-10-21" if self.azure else None)
@@ -186,12 +237,28 @@ class OpenAIProvider(BaseProvider):
         if key is None and (self.base_url and not self.azure):
             key, self.key_source = LOCAL_PLACEHOLDER_KEY, "none (local server)"
         self.__key = key
-        self._client: openai.OpenAI | None = None
-        self._aclient: openai.AsyncOpenAI | None = None
+        self._clients: dict[str, openai.OpenAI] = {}
+        self._aclients: dict[str, openai.AsyncOpenAI] = {}
         self._aloop: asyncio.AbstractEventLoop | None = None
+        if endpoint_concurrency is not None and (
+            isinstance(endpoint_concurrency, bool) or int(endpoint_concurrency) < 1
+        ):
+            raise RerankConfigError(f"endpoint_concurrency must be a positive integer (got {endpoint_concurrency!r})")
+        #: the endpoints' slots, health and counters (one endpoint without base URLs)
+        self.pool = EndpointPool(
+            self.base_urls or [self.endpoint],
+            limit=int(endpoint_concurrency) if endpoint_concurrency else None,
+            cooldown=float(endpoint_cooldown),
+        )
 
     def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, endpoint={self.endpoint!r}, key={self.key_source})"
+        extra = f", endpoints={len(self.base_urls)}" if len(self.base_urls) > 1 else ""
+        return f"OpenAIProvider(model={self.model!r}, endpoint={self.endpoint!r}{extra}, key={self.key_source})"
+
+    @property
+    def endpoints(self) -> list[str]:
+        """Every endpoint calls are spread over (one unless several base URLs were given)."""
+        return [e.url for e in self.pool.endpoints]
 
     @property
     def endpoint(self) -> str:
@@ -213,9 +280,10 @@ class OpenAIProvider(BaseProvider):
         return text
 
     # ---- clients ----------------------------------------------------------------------------
-    def _kwargs(self) -> dict[str, Any]:
+    def _kwargs(self, url: str | None = None) -> dict[str, Any]:
         """Client settings: the key, our timeout, no SDK retries (ours are counted and bounded),
-        and the Azure endpoint, deployment and API version or the base URL."""
+        and the Azure endpoint, deployment and API version or the base URL (``url``, default
+        the first)."""
         if not self.__key:
             env = "AZURE_OPENAI_API_KEY" if self.azure else "OPENAI_API_KEY"
             raise ProviderError(f"{self.name}: no API key (set {env}, add it to Streamlit secrets or enter it)")
@@ -227,94 +295,133 @@ class OpenAIProvider(BaseProvider):
                 azure_deployment=self.azure_deployment,
                 api_version=self.api_version,
             )
-        return dict(common, base_url=self.base_url) if self.base_url else common
+        base = url if url is not None and self.base_urls else self.base_url
+        return dict(common, base_url=base) if base else common
 
-    def client(self) -> openai.OpenAI:
-        """The provider's one synchronous client (built on first use, reused for every call)."""
-        if self._client is None:
-            kw = self._kwargs()
+    def client(self, url: str | None = None) -> openai.OpenAI:
+        """The synchronous client of endpoint ``url`` (default the first; built on first use,
+        reused for every call)."""
+        key = url or self.endpoints[0]
+        client = self._clients.get(key)
+        if client is None:
+            kw = self._kwargs(key)
             kw["http_client"] = _HttpClient(verify=shared_ssl_context(), timeout=self.timeout)
-            self._client = openai.AzureOpenAI(**kw) if self.azure else openai.OpenAI(**kw)
-        return self._client
+            client = self._clients[key] = openai.AzureOpenAI(**kw) if self.azure else openai.OpenAI(**kw)
+        return client
 
-    def aclient(self) -> openai.AsyncOpenAI:
-        """The provider's async client for the running event loop (one per loop: connection
-        pools are bound to their loop)."""
+    def aclient(self, url: str | None = None) -> openai.AsyncOpenAI:
+        """The async client of endpoint ``url`` for the running event loop (one per loop:
+        connection pools are bound to their loop)."""
         loop = asyncio.get_running_loop()
-        if self._aclient is None or self._aloop is not loop:
-            kw = self._kwargs()
+        if self._aloop is not loop:
+            self._aclients, self._aloop = {}, loop
+        key = url or self.endpoints[0]
+        client = self._aclients.get(key)
+        if client is None:
+            kw = self._kwargs(key)
             kw["http_client"] = _AsyncHttpClient(verify=shared_ssl_context(), timeout=self.timeout)
-            self._aclient = openai.AsyncAzureOpenAI(**kw) if self.azure else openai.AsyncOpenAI(**kw)
-            self._aloop = loop
-        return self._aclient
+            client = self._aclients[key] = openai.AsyncAzureOpenAI(**kw) if self.azure else openai.AsyncOpenAI(**kw)
+        return client
 
     def close(self) -> None:
-        """Close the synchronous client (a later call builds a new one)."""
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        """Close the synchronous clients (a later call builds new ones)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            client.close()
 
     async def aclose(self) -> None:
-        """Close the async client of the current loop (end of a batch)."""
-        if self._aclient is not None:
-            try:
-                await self._aclient.close()
-            finally:
-                self._aclient, self._aloop = None, None
+        """Close the async clients of the current loop (end of a batch)."""
+        clients, self._aclients, self._aloop = list(self._aclients.values()), {}, None
+        for client in clients:
+            await client.close()
 
     # ---- one request ------------------------------------------------------------------------
     def cache_identity(self) -> dict[str, Any]:
-        """Provider, endpoint and model: with the messages and `_params`, the reply cache key."""
-        return {"provider": "azure-openai" if self.azure else "openai", "base_url": self.endpoint, "model": self.model}
+        """Provider, endpoint(s) and model: with the messages and `_params`, the reply cache key
+        (several base URLs: all of them, comma separated, whichever answered)."""
+        base = ",".join(self.base_urls) if len(self.base_urls) > 1 else self.endpoint
+        return {"provider": "azure-openai" if self.azure else "openai", "base_url": base, "model": self.model}
 
-    def _params(self) -> dict[str, Any]:
-        return {"temperature": self.temperature, "json_mode": self.json_mode, "max_tokens": self.max_tokens}
+    def _params(self, logprobs: bool = False) -> dict[str, Any]:
+        params: dict[str, Any] = {
+            "temperature": self.temperature,
+            "json_mode": self.json_mode,
+            "max_tokens": self.max_tokens,
+        }
+        if logprobs:  # first-token scoring: its own request shape (the other keys stay as they were)
+            params.update(json_mode=False, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        return params
 
-    def _request(self, messages: Messages) -> dict[str, Any]:
+    def _request(self, messages: Messages, logprobs: bool = False) -> dict[str, Any]:
         """Keyword arguments of ``chat.completions.create`` (only those we set; the client
-        orders the JSON body itself)."""
+        orders the JSON body itself). ``logprobs``: one token, its top alternatives, no JSON mode."""
         kw: dict[str, Any] = {"model": self.model, "messages": messages}
-        if self.max_tokens:
-            kw["max_tokens"] = self.max_tokens
-        if self.json_mode:
-            kw["response_format"] = {"type": "json_object"}
+        if logprobs:
+            kw.update(max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        else:
+            if self.max_tokens:
+                kw["max_tokens"] = self.max_tokens
+            if self.json_mode:
+                kw["response_format"] = {"type": "json_object"}
         kw["temperature"] = self.temperature
         return kw
 
-    def _cached(self, messages: Messages) -> tuple[str | None, Reply | None]:
+    def _cached(self, messages: Messages, logprobs: bool = False) -> tuple[str | None, Reply | None]:
         if self.cache is None or not self.cache.enabled:
             return None, None
-        key = cache_key(self.cache_identity(), messages, self._params())
+        key = cache_key(self.cache_identity(), messages, self._params(logprobs))
         hit = self.cache.get(key)
         if hit is None:
             return key, None
+        top = hit.get("top_logprobs")
         return key, Reply(
-            hit.get("reply", ""), int(hit.get("prompt_tokens", 0)), int(hit.get("completion_tokens", 0)), 0.0, True, 0
+            hit.get("reply", ""),
+            int(hit.get("prompt_tokens", 0)),
+            int(hit.get("completion_tokens", 0)),
+            0.0,
+            True,
+            0,
+            top_logprobs=[(str(t), float(lp)) for t, lp in top] if isinstance(top, list) else None,
         )
 
-    def _store(self, key: str | None, reply: Reply) -> None:
+    def _store(self, key: str | None, reply: Reply, logprobs: bool = False) -> None:
         if key is not None and self.cache is not None:
-            self.cache.put(
-                key,
-                {
-                    "reply": reply.text,
-                    "prompt_tokens": reply.prompt_tokens,
-                    "completion_tokens": reply.completion_tokens,
-                    "model": self.model,
-                },
-            )
+            if logprobs and reply.top_logprobs is None:
+                return  # not what was asked for: never cached (a later run must see the server's answer)
+            entry: dict[str, Any] = {
+                "reply": reply.text,
+                "prompt_tokens": reply.prompt_tokens,
+                "completion_tokens": reply.completion_tokens,
+                "model": self.model,
+            }
+            if reply.top_logprobs is not None:
+                entry["top_logprobs"] = [list(p) for p in reply.top_logprobs]
+            self.cache.put(key, entry)
 
     @staticmethod
-    def _reply(response: httpx2.Response, latency_ms: float, retries: int) -> Reply:
+    def _reply(response: httpx2.Response, latency_ms: float, retries: int, logprobs: bool = False) -> Reply:
         """Reply text and token usage from the HTTP response (``choices[0].message.content``,
         ``usage.prompt_tokens`` / ``usage.completion_tokens``; missing usage counts as 0).
         `MalformedReplyError` when the body is not JSON, has no ``choices[0].message`` or its
-        content is not a non-empty string."""
+        content is not a non-empty string. ``logprobs``: the first token's alternatives are read
+        too, and an empty content is accepted (one token may be whitespace)."""
         data = _reply_data(response)
         try:
             text = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             return _malformed("no choices[0].message in the body")
+        if logprobs:
+            usage = data.get("usage") if isinstance(data, dict) else None
+            usage = usage if isinstance(usage, dict) else {}
+            return Reply(
+                text if isinstance(text, str) else "",
+                int(usage.get("prompt_tokens") or 0),
+                int(usage.get("completion_tokens") or 0),
+                latency_ms,
+                False,
+                retries,
+                top_logprobs=_top_logprobs(data),
+            )
         if not isinstance(text, str) or not text.strip():
             return _malformed(
                 "empty content" if text is not None else "null content", text if isinstance(text, str) else ""
@@ -331,26 +438,27 @@ class OpenAIProvider(BaseProvider):
             retries,
         )
 
-    def _next_delay(self, exc: BaseException, retries: int, started: float) -> float:
+    def _next_delay(self, exc: BaseException, retries: int, started: float, endpoint: str | None = None) -> float:
         """Seconds to wait before retry number ``retries + 1``, or `ProviderError` (redacted)
-        when ``exc`` is not retryable or the count or time budget is spent."""
+        when ``exc`` is not retryable or the count or time budget is spent. ``endpoint``: the
+        URL that failed (named in the message when there are several)."""
         retryable, what, status, after = classify(exc, self.timeout)
+        if endpoint is not None and len(self.pool) > 1:
+            what = f"{what} at {endpoint}"
         attempts = retries + 1
+
+        def failure(message: str) -> ProviderError:
+            return ProviderError(self.redact(message), status=status, attempts=attempts, endpoint=endpoint)
+
         if not retryable:
-            raise ProviderError(self.redact(f"{self.name}: {what}"), status=status, attempts=attempts) from None
+            raise failure(f"{self.name}: {what}") from None
         if retries >= self.retry.max_retries:
-            raise ProviderError(
-                self.redact(f"{self.name}: gave up after {attempts} attempts: {what}"), status=status, attempts=attempts
-            ) from None
+            raise failure(f"{self.name}: gave up after {attempts} attempts: {what}") from None
         delay = self.retry.delay(retries, after)
         if time.monotonic() - started + delay > self.retry.max_total:
-            raise ProviderError(
-                self.redact(
-                    f"{self.name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
-                    f"the {self.retry.max_total:g} s retry budget"
-                ),
-                status=status,
-                attempts=attempts,
+            raise failure(
+                f"{self.name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
+                f"the {self.retry.max_total:g} s retry budget"
             ) from None
         return delay
 
@@ -373,67 +481,117 @@ class OpenAIProvider(BaseProvider):
         elif isinstance(exc, openai.APIStatusError):
             scope.answered()
 
-    def _retry_or_fault(self, exc: BaseException, retries: int, started: float, t0: float) -> float | Reply:
-        """The wait before the next attempt (`_next_delay`); for a malformed body whose retries
-        are spent, the invalid `Reply` to hand to the operation (``fault`` set) instead of an
-        error."""
+    def _retry_or_fault(
+        self, exc: BaseException, retries: int, started: float, t0: float, endpoint: Endpoint | None = None
+    ) -> float | Reply:
+        """The wait before the next attempt (`_next_delay`; 0 when another endpoint is healthy:
+        the retry goes there at once); for a malformed body whose retries are spent, the invalid
+        `Reply` to hand to the operation (``fault`` set) instead of an error."""
         try:
-            return self._next_delay(exc, retries, started)
+            delay = self._next_delay(exc, retries, started, endpoint.url if endpoint is not None else None)
         except ProviderError:
             if not isinstance(exc, MalformedReplyError):
                 raise
             latency = (time.perf_counter() - t0) * 1000
-            return Reply(exc.text, 0, 0, latency, False, retries, fault=f"malformed reply ({exc.what})")
+            url = endpoint.url if endpoint is not None else ""
+            return Reply(exc.text, 0, 0, latency, False, retries, fault=f"malformed reply ({exc.what})", endpoint=url)
+        if endpoint is not None and self.pool.any_other_healthy(endpoint):
+            return 0.0
+        return delay
 
-    def complete(self, messages: Messages, scope: CallScope | None = None) -> Reply:
-        """One chat completion (from the cache when enabled), with transport retries; ``scope``
-        (the operation's, from its `OpTrace`) holds the batch's breaker and the query's failure flag."""
-        key, hit = self._cached(messages)
-        if hit is not None:
-            return hit
-        scope = scope or CallScope()
-        started, retries = time.monotonic(), 0
-        while True:
-            self._check(scope, retries)
-            t0 = time.perf_counter()
-            try:
-                raw = self.client().chat.completions.with_raw_response.create(**self._request(messages))
-                scope.answered()
-                reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
-                break
-            except (openai.OpenAIError, MalformedReplyError) as exc:
-                self._count(scope, exc, retries)
-                delay = self._retry_or_fault(exc, retries, started, t0)
-                if isinstance(delay, Reply):
-                    return delay  # a persisting malformed body: an invalid reply, never cached
-                self.retry.sleep(delay)
-                retries += 1
-        self._store(key, reply)
+    @staticmethod
+    def _verdict(exc: BaseException) -> bool | None:
+        """How a failed attempt counts for its endpoint's health: False (connection, timeout,
+        429, 5xx, malformed body), None (another HTTP status: the server is up)."""
+        if isinstance(exc, openai.APIStatusError):
+            status = int(exc.status_code or 0)
+            return False if status == 429 or status >= 500 else None
+        return False
+
+    def _answer(self, reply: Reply, logprobs: bool, endpoint: Endpoint) -> Reply:
+        reply.endpoint = endpoint.url
+        if logprobs and reply.top_logprobs is None:
+            raise LogprobsUnsupportedError(
+                self.redact(f"{self.name}: {NO_LOGPROBS} ({endpoint.url}, model {self.model})"),
+                status=200,
+                attempts=1,
+                endpoint=endpoint.url,
+            )
         return reply
 
-    async def acomplete(self, messages: Messages, scope: CallScope | None = None) -> Reply:
-        """Async `complete` (the scope's concurrency slot is released during backoff sleeps)."""
-        key, hit = self._cached(messages)
+    def complete(self, messages: Messages, scope: CallScope | None = None, *, logprobs: bool = False) -> Reply:
+        """One chat completion (from the cache when enabled), with transport retries, on the
+        endpoints of `pool`; ``scope`` (the operation's, from its `OpTrace`) holds the batch's
+        breaker and the query's failure flag. ``logprobs``: first-token scoring's request
+        (`LogprobsUnsupportedError` when the reply has no log-probabilities)."""
+        key, hit = self._cached(messages, logprobs)
         if hit is not None:
             return hit
         scope = scope or CallScope()
         started, retries = time.monotonic(), 0
+        failed: Endpoint | None = None
         while True:
             self._check(scope, retries)
             t0 = time.perf_counter()
+            endpoint = self.pool.acquire(failed)
+            ok: bool | None = True
             try:
-                raw = await self.aclient().chat.completions.with_raw_response.create(**self._request(messages))
+                raw = self.client(endpoint.url).chat.completions.with_raw_response.create(
+                    **self._request(messages, logprobs)
+                )
                 scope.answered()
-                reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries)
+                reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries, logprobs)
                 break
             except (openai.OpenAIError, MalformedReplyError) as exc:
+                ok, failed = self._verdict(exc), endpoint
                 self._count(scope, exc, retries)
-                delay = self._retry_or_fault(exc, retries, started, t0)
+                delay = self._retry_or_fault(exc, retries, started, t0, endpoint)
+                if isinstance(delay, Reply):
+                    return delay  # a persisting malformed body: an invalid reply, never cached
+                if delay:
+                    self.retry.sleep(delay)
+                retries += 1
+            finally:
+                self.pool.release(endpoint, ok)
+        reply = self._answer(reply, logprobs, endpoint)
+        self._store(key, reply, logprobs)
+        return reply
+
+    async def acomplete(self, messages: Messages, scope: CallScope | None = None, *, logprobs: bool = False) -> Reply:
+        """Async `complete` (the scope's concurrency slot is released during backoff sleeps; an
+        attempt waits for a free slot on an endpoint when each is at ``endpoint_concurrency``)."""
+        key, hit = self._cached(messages, logprobs)
+        if hit is not None:
+            return hit
+        scope = scope or CallScope()
+        started, retries = time.monotonic(), 0
+        failed: Endpoint | None = None
+        while True:
+            self._check(scope, retries)
+            endpoint = await self.pool.aacquire(failed)
+            t0 = time.perf_counter()
+            ok: bool | None = True
+            delay: float | Reply = 0.0
+            try:
+                raw = await self.aclient(endpoint.url).chat.completions.with_raw_response.create(
+                    **self._request(messages, logprobs)
+                )
+                scope.answered()
+                reply = self._reply(raw.http_response, (time.perf_counter() - t0) * 1000, retries, logprobs)
+                break
+            except (openai.OpenAIError, MalformedReplyError) as exc:
+                ok, failed = self._verdict(exc), endpoint
+                self._count(scope, exc, retries)
+                delay = self._retry_or_fault(exc, retries, started, t0, endpoint)
                 if isinstance(delay, Reply):
                     return delay
+            finally:
+                await self.pool.arelease(endpoint, ok)
+            if delay:
                 await scope.asleep(self.retry.asleep, delay)  # the concurrency slot is free meanwhile
-                retries += 1
-        self._store(key, reply)
+            retries += 1
+        reply = self._answer(reply, logprobs, endpoint)
+        self._store(key, reply, logprobs)
         return reply
 
     # ---- operations -------------------------------------------------------------------------
@@ -449,7 +607,10 @@ class OpenAIProvider(BaseProvider):
             try:
                 if reply.fault is not None:
                     raise InvalidOutputError("bad_body", f"{reply.fault}; reply with the JSON object only", reply.text)
-                value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
+                if op == "score":
+                    value: Any = parse_first_token(reply.top_logprobs or [], n, reply.text)
+                else:
+                    value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
             except InvalidOutputError as exc:
                 _record(trace, reply, valid=False, reason=exc.reason)
                 error = exc
@@ -460,22 +621,22 @@ class OpenAIProvider(BaseProvider):
         assert error is not None  # the loop runs at least once and every pass that does not return sets it
         raise error
 
-    def _run(self, flow: Flow, trace: OpTrace | None) -> Any:
+    def _run(self, flow: Flow, trace: OpTrace | None, logprobs: bool = False) -> Any:
         """Drive ``flow`` with synchronous requests in the operation's scope; its return value."""
         scope = trace.scope if trace is not None else None
         messages = next(flow)
         while True:
             try:
-                messages = flow.send(self.complete(messages, scope))
+                messages = flow.send(self.complete(messages, scope, logprobs=logprobs))
             except StopIteration as stop:
                 return stop.value
 
-    async def _arun(self, flow: Flow, trace: OpTrace | None) -> Any:
+    async def _arun(self, flow: Flow, trace: OpTrace | None, logprobs: bool = False) -> Any:
         """Drive ``flow`` with async requests in the operation's scope; its return value."""
         scope = trace.scope if trace is not None else None
         messages = next(flow)
         while True:
-            reply = await self.acomplete(messages, scope)
+            reply = await self.acomplete(messages, scope, logprobs=logprobs)
             try:
                 messages = flow.send(reply)
             except StopIteration as stop:
@@ -505,3 +666,10 @@ class OpenAIProvider(BaseProvider):
 
     async def agrade(self, query: str, passage: str, *, trace: OpTrace | None = None) -> int:
         return await self._arun(self._flow("grade", query, [passage], None, trace), trace)
+
+    # first-token scoring: the probability of each passage's label as the first generated token
+    def score(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[float]:
+        return self._run(self._flow("score", query, passages, None, trace), trace, logprobs=True)
+
+    async def ascore(self, query: str, passages: list[str], *, trace: OpTrace | None = None) -> list[float]:
+        return await self._arun(self._flow("score", query, passages, None, trace), trace, logprobs=True)

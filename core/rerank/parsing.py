@@ -6,6 +6,7 @@ Replies must be exactly one JSON object (surrounding whitespace allowed):
 * compare: ``{"winner": "A" | "B"}``  (case-sensitive)
 * select:  ``{"selected": [ids]}``  exactly m distinct ids in 1..n
 * grade:   ``{"grade": g}``  an integer in 0..scale
+* score:   no JSON: the first generated token's top log-probabilities (`parse_first_token`)
 
 Anything else raises `InvalidOutputError` with a reason that can be sent back to the model.
 Parsers return 0-based indices.
@@ -14,9 +15,12 @@ Parsers return 0-based indices.
 from __future__ import annotations
 
 import json
+import math
+from collections.abc import Sequence
 from typing import Any
 
 from core.rerank.errors import InvalidOutputError
+from core.rerank.prompts import FIRST_TOKEN_LABELS
 
 _decoder = json.JSONDecoder()
 
@@ -106,6 +110,30 @@ def parse_grade(raw: str | None, scale: int) -> int:
             "bad_grade", f'"grade" must be an integer from 0 to {scale} (got {json.dumps(grade)})', raw
         )
     return int(grade)
+
+
+def parse_first_token(top_logprobs: Sequence[tuple[str, float]], n: int, raw: str | None = None) -> list[float]:
+    """First-token scoring: the probability of each of the ``n`` labels (A, B, ...) as the first
+    generated token, ``exp(logprob)`` summed over the alternatives that spell it (surrounding
+    whitespace and brackets ignored: ``"A"``, ``" A"``, ``"[A"``; case-sensitive). A label absent
+    from the alternatives gets 0.0, the floor (the strategy breaks such ties by shown position).
+    `InvalidOutputError` (``no_label``) when no alternative is a label."""
+    labels = {c: i for i, c in enumerate(FIRST_TOKEN_LABELS[:n])}
+    probs = [0.0] * n
+    found = False
+    for token, logprob in top_logprobs:
+        i = labels.get(token.strip().strip("[]()").strip())
+        if i is not None and math.isfinite(logprob):
+            probs[i] += math.exp(logprob)
+            found = True
+    if not found:
+        seen = ", ".join(repr(t) for t, _ in list(top_logprobs)[:5]) or "none"
+        raise InvalidOutputError(
+            "no_label",
+            f"the first token was not one of the labels A to {FIRST_TOKEN_LABELS[max(0, n - 1)]} (top tokens: {seen})",
+            raw,
+        )
+    return probs
 
 
 def parse_reply(op: str, raw: str | None, *, n: int, m: int | None = None, scale: int = 3) -> Any:

@@ -9,6 +9,8 @@ SYSTEM = (
     "You are RankLens, an expert relevance judge for search results. Answer with a single JSON object and nothing else."
 )
 
+FIRST_TOKEN_SYSTEM = "You are RankLens, an expert relevance judge for search results. Answer with one passage label."
+
 GRADE_LABELS = {
     3: "0 = irrelevant, 1 = related but does not answer, 2 = partly answers, 3 = fully answers",
     10: "0 = irrelevant ... 10 = perfectly answers the query",
@@ -17,6 +19,15 @@ GRADE_LABELS = {
 
 def _numbered(passages: list[str]) -> str:
     return "\n".join(f"[{i}] {text}" for i, text in enumerate(passages, start=1))
+
+
+#: First-token scoring's passage labels: one capital letter each (a single token in common
+#: tokenizers, as rank_llm's FIRST uses), so a window holds at most 26 passages.
+FIRST_TOKEN_LABELS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _lettered(passages: list[str]) -> str:
+    return "\n".join(f"[{FIRST_TOKEN_LABELS[i]}] {text}" for i, text in enumerate(passages))
 
 
 def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3) -> str:
@@ -32,6 +43,8 @@ def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3) -
         return f'{{"selected": [ids]}} with exactly {m} distinct ids from 1 to {n}, most relevant first'
     if op == "grade":
         return f'{{"grade": g}} where g is an integer from 0 to {scale}'
+    if op == "score":
+        return f"the label of the most relevant passage only, one letter from A to {FIRST_TOKEN_LABELS[max(0, n - 1)]}"
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -66,6 +79,13 @@ def build_messages(
             f"Grade how relevant the passage is to the query on a scale from 0 to {scale} ({labels}).\n\n"
             f"Query: {query}\n\nPassage: {p}\n\nReply with {fmt}."
         )
+    elif op == "score":  # first-token scoring: the answer is read from the first token's log-probabilities
+        body = (
+            f"I will give you {n} passages, each with a letter label in brackets. Which passage is the most "
+            f"relevant to the search query?\n\nQuery: {query}\n\n{_lettered(passages)}\n\n"
+            f"Query: {query}\nAnswer with {fmt}."
+        )
+        return [{"role": "system", "content": FIRST_TOKEN_SYSTEM}, {"role": "user", "content": body}]
     else:
         raise ValueError(f"unknown operation {op!r}")
     return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": body}]

@@ -40,6 +40,7 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "completion_tokens",
     "cache_hit",
     "retries",
+    "endpoint",
 )
 
 
@@ -63,6 +64,7 @@ class CallRecord:
     completion_tokens: int = 0
     cache_hit: bool = False
     retries: int = 0
+    endpoint: str = ""  # the base URL that answered ("" for offline providers and cache hits)
 
     def to_dict(self) -> dict[str, Any]:
         """Flat row: ``shown`` as space-separated labels, ``parsed`` as JSON text."""
@@ -120,6 +122,7 @@ class OpTrace:
         completion_tokens: int = 0,
         cache_hit: bool = False,
         retries: int = 0,
+        endpoint: str = "",
     ) -> None:
         """Record one model request (its ``attempt`` is the number of records before it)."""
         self.records.append(
@@ -140,5 +143,6 @@ class OpTrace:
                 completion_tokens,
                 cache_hit,
                 retries,
+                endpoint,
             )
         )

@@ -195,3 +195,135 @@ class CallScope:
             await sleep(seconds)
         finally:
             await self.slot.acquire()
+
+
+# ---- several endpoints: spreading, per-endpoint concurrency and health ---------------------------
+#: Consecutive failed attempts (connection, timeout, 429, 5xx, malformed body) after which an
+#: endpoint is skipped for `ENDPOINT_COOLDOWN` seconds.
+ENDPOINT_FAILURES = 3
+#: Seconds an unhealthy endpoint is skipped before it is tried again.
+ENDPOINT_COOLDOWN = 30.0
+
+
+@dataclass
+class Endpoint:
+    """One base URL of a provider and its counters: requests in flight, attempts sent and
+    failed, consecutive failures and, when unhealthy, the monotonic time it is skipped until."""
+
+    url: str
+    in_flight: int = 0
+    attempts: int = 0
+    failures: int = 0
+    consecutive: int = 0
+    down_until: float = 0.0
+    times_down: int = 0
+
+    def healthy(self, now: float) -> bool:
+        """Not skipped at ``now``."""
+        return self.down_until <= now
+
+
+class EndpointPool:
+    """Spreads requests over several base URLs (OpenAI-compatible servers of one model).
+
+    Choice (`pick`): among the healthy endpoints with a free slot (``limit`` requests in flight
+    per endpoint; None = no cap), the least busy (fewest in flight), ties broken round robin from
+    the endpoint after the last one chosen. An endpoint failing ``failures`` attempts in a row is
+    skipped for ``cooldown`` seconds, then tried again (one success makes it healthy). When every
+    endpoint is unhealthy, the one whose cooldown ends first is tried anyway: a dead fleet then
+    fails fast and the batch's `CircuitBreaker` stops the run. With one endpoint it always picks it.
+    """
+
+    def __init__(
+        self,
+        urls: list[str],
+        *,
+        limit: int | None = None,
+        failures: int = ENDPOINT_FAILURES,
+        cooldown: float = ENDPOINT_COOLDOWN,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not urls:
+            raise ValueError("an endpoint pool needs at least one URL")
+        self.endpoints = [Endpoint(u) for u in urls]
+        self.limit = limit if limit and limit > 0 else None
+        self.failures, self.cooldown, self.clock = failures, cooldown, clock
+        self._next = 0
+        self._freed: asyncio.Condition | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def __len__(self) -> int:
+        return len(self.endpoints)
+
+    def pick(self, avoid: Endpoint | None = None) -> Endpoint | None:
+        """The endpoint for the next attempt (see the class docstring), None when every healthy
+        endpoint is at its limit; ``avoid`` (the one that just failed) is taken only when no
+        other endpoint is available."""
+        now = self.clock()
+        n = len(self.endpoints)
+        ring = [self.endpoints[(self._next + i) % n] for i in range(n)]
+        healthy = [e for e in ring if e.healthy(now)]
+        if not healthy:  # all unhealthy: probe the one that recovers first
+            choice = min(ring, key=lambda e: e.down_until)
+            if self.limit is not None and choice.in_flight >= self.limit:
+                return None
+        else:
+            free = [e for e in healthy if self.limit is None or e.in_flight < self.limit]
+            if not free:
+                return None
+            others = [e for e in free if e is not avoid] or free
+            choice = min(others, key=lambda e: e.in_flight)
+        self._next = (self.endpoints.index(choice) + 1) % n
+        return choice
+
+    def acquire(self, avoid: Endpoint | None = None) -> Endpoint:
+        """Take a slot (synchronous callers run one request at a time: the limit never binds)."""
+        choice = self.pick(avoid) or min(self.endpoints, key=lambda e: e.in_flight)
+        choice.in_flight += 1
+        choice.attempts += 1
+        return choice
+
+    def _condition(self) -> asyncio.Condition:
+        loop = asyncio.get_running_loop()
+        if self._freed is None or self._loop is not loop:
+            self._freed, self._loop = asyncio.Condition(), loop
+        return self._freed
+
+    async def aacquire(self, avoid: Endpoint | None = None) -> Endpoint:
+        """Take a slot, waiting while every available endpoint is at its limit."""
+        cond = self._condition()
+        async with cond:
+            while (choice := self.pick(avoid)) is None:
+                await cond.wait()
+        choice.in_flight += 1
+        choice.attempts += 1
+        return choice
+
+    def release(self, endpoint: Endpoint, ok: bool | None) -> None:
+        """Free the slot and record the attempt: ``ok`` True (answered), False (a failure that
+        counts toward health), None (neither, e.g. an HTTP 4xx: the server is up)."""
+        endpoint.in_flight = max(0, endpoint.in_flight - 1)
+        if ok is None:
+            endpoint.consecutive = 0
+        elif ok:
+            endpoint.consecutive, endpoint.down_until = 0, 0.0
+        else:
+            endpoint.failures += 1
+            endpoint.consecutive += 1
+            if endpoint.consecutive >= self.failures:
+                endpoint.down_until = self.clock() + self.cooldown
+                endpoint.times_down += 1
+                endpoint.consecutive = 0
+
+    async def arelease(self, endpoint: Endpoint, ok: bool | None) -> None:
+        """`release`, then wake the tasks waiting for a slot."""
+        self.release(endpoint, ok)
+        cond = self._condition()
+        async with cond:
+            cond.notify_all()
+
+    def any_other_healthy(self, endpoint: Endpoint) -> bool:
+        """Whether another endpoint than ``endpoint`` is healthy now (a failed attempt can go
+        there at once instead of waiting out the backoff)."""
+        now = self.clock()
+        return any(e is not endpoint and e.healthy(now) for e in self.endpoints)

@@ -4,12 +4,19 @@
 request pops the next scripted `Action` (status, content, headers, delay) if any, else asks the
 ``responder(request_json) -> content`` (default: `oracle_reply`, a correct judge that reads
 ``score=N`` hints in the passages). Requests are recorded (body, path, headers).
+
+Log-probabilities: a request with ``logprobs: true`` gets ``choices[0].logprobs.content[0]``
+with ``top_logprobs`` (at most the request's ``top_logprobs``): the scripted `Action.logprobs`
+if any, else `oracle_logprobs` (a softmax over the ``score=N`` hints of the lettered passages
+of a first-token prompt). ``FakeOpenAIServer(logprobs=False)`` is a server that does not
+support them (``"logprobs": null``, as many OpenAI-compatible servers answer).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
 import re
 import socket
 import struct
@@ -42,6 +49,8 @@ def task_of(body: dict[str, Any]) -> tuple[str, str, list[str], int | None, int]
         p = re.search(r"Passage: (.*)", user).group(1)
         scale = int(re.search(r"scale from 0 to (\d+)", user).group(1))
         return "grade", query, [p], None, scale
+    if "letter label" in user:  # first-token scoring: passages labelled [A], [B], ...
+        return "score", query, [m.group(1) for m in re.finditer(r"^\[[A-Z]\] (.*)$", user, re.M)], None, 3
     passages = [m.group(1) for m in re.finditer(r"^\[\d+\] (.*)$", user, re.M)]
     if user.startswith("I will give you") and "Select the" in user:
         m = int(re.search(r"Select the (\d+) passages", user).group(1))
@@ -61,8 +70,24 @@ def oracle_answer(op: str, passages: list[str], m: int | None, scale: int) -> An
     return {"grade": max(0, min(scale, s[0]))}
 
 
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def oracle_logprobs(passages: list[str], top: int = 20) -> list[tuple[str, float]]:
+    """The first token's top alternatives for a first-token prompt: label of passage i with
+    log-probability ``s_i - logsumexp(s)`` (s: the ``score=N`` hints), best first (ties: shown
+    order), the first ``top`` of them."""
+    s = [float(passage_score(p)) for p in passages]
+    top_s = max(s)
+    norm = top_s + math.log(sum(math.exp(x - top_s) for x in s))
+    order = sorted(range(len(s)), key=lambda i: (-s[i], i))
+    return [(LETTERS[i], s[i] - norm) for i in order[:top]]
+
+
 def oracle_reply(body: dict[str, Any]) -> str:
     op, _, passages, m, scale = task_of(body)
+    if op == "score":
+        return oracle_logprobs(passages)[0][0]
     return json.dumps(oracle_answer(op, passages, m, scale))
 
 
@@ -81,6 +106,7 @@ class Action:
     raw: str | None = None  # status 200 with exactly this body (not JSON, truncated JSON, no choices, ...)
     truncate: bool = False  # announce the whole body, send half of it, then close the connection
     reset: bool = False  # read the request, then reset the connection (TCP RST) without any reply
+    logprobs: list[tuple[str, float]] | None = None  # first token's top alternatives (when asked for)
 
 
 def malformed(kind: str) -> Action:
@@ -108,10 +134,15 @@ def malformed(kind: str) -> Action:
 
 class FakeOpenAIServer:
     def __init__(
-        self, responder: Callable[[dict[str, Any]], str] = oracle_reply, delay: float = 0.0, port: int = 0
+        self,
+        responder: Callable[[dict[str, Any]], str] = oracle_reply,
+        delay: float = 0.0,
+        port: int = 0,
+        logprobs: bool = True,
     ) -> None:
         self.responder = responder
         self.delay = delay
+        self.logprobs = logprobs  # False: a server without log-probability support
         self.script: deque[Action] = deque()
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -158,6 +189,7 @@ class FakeOpenAIServer:
                     ).encode()
                 else:
                     content = action.content if action.content is not None else outer.responder(body)
+                    logprobs = outer.first_token(body, action, content)
                     payload = json.dumps(
                         {
                             "id": "chatcmpl-test",
@@ -169,6 +201,7 @@ class FakeOpenAIServer:
                                     "index": 0,
                                     "finish_reason": "stop",
                                     "message": {"role": "assistant", "content": content},
+                                    "logprobs": logprobs,
                                 }
                             ],
                             "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
@@ -196,6 +229,29 @@ class FakeOpenAIServer:
         self.httpd.daemon_threads = True
         self.httpd.block_on_close = False
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
+
+    def first_token(self, body: dict[str, Any], action: Action, content: str) -> dict[str, Any] | None:
+        """The ``logprobs`` object of a reply: None unless asked for and supported."""
+        if not body.get("logprobs") or not self.logprobs:
+            return None
+        if action.logprobs is not None:
+            alts = list(action.logprobs)
+        else:
+            op, _, passages, _, _ = task_of(body)
+            alts = oracle_logprobs(passages) if op == "score" and passages else [(content[:1] or " ", 0.0)]
+        alts = alts[: int(body.get("top_logprobs") or 0) or 1]
+        token, logprob = alts[0] if alts else (content, 0.0)
+        return {
+            "content": [
+                {
+                    "token": token,
+                    "logprob": logprob,
+                    "bytes": list(token.encode()),
+                    "top_logprobs": [{"token": t, "logprob": lp, "bytes": list(t.encode())} for t, lp in alts],
+                }
+            ],
+            "refusal": None,
+        }
 
     @property
     def url(self) -> str:
