@@ -1,11 +1,21 @@
 """Plotly figure builders (pure functions: DataFrame in, go.Figure out), one module per page.
 
-Shared look: `PALETTE` for categorical traces and `base_layout` for every figure.
+Shared look: `PALETTE` for categorical traces and `base_layout` for every figure. Themes:
+`template_for` (``"light"`` / ``"dark"``) is the Plotly template matching the dashboard's light
+and dark themes (`.streamlit/config.toml`), `themed` applies it to a figure (the page helper
+``pages.common.figures.show_figure`` does so with the browser's active theme). `NO_DATA` is the
+colour of heatmap cells with nothing behind them (no battles), distinct from every value of the
+colour scales and from both backgrounds. Labels taken from user data go through `html_label`:
+Plotly renders a subset of HTML in text.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import html
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import plotly.graph_objects as go
 
 PALETTE: list[str] = [
     "#3b6ea8",
@@ -21,6 +31,31 @@ PALETTE: list[str] = [
 ]
 SEQUENTIAL = "Blues"
 DIVERGING = "RdBu"
+#: heatmap cells with no data behind them (a pair that never met): a mid grey, unlike the
+#: near-white middle of `DIVERGING` and unlike both themes' backgrounds
+NO_DATA = "#8a939d"
+#: the themes `template_for` knows (Streamlit's ``st.context.theme.type`` values)
+THEME_TYPES: tuple[str, ...] = ("light", "dark")
+#: per theme: text, muted text (ticks), grid, zero line, hover background, and the page
+#: background of `.streamlit/config.toml`'s [theme.light] / [theme.dark]
+THEME_COLORS: dict[str, dict[str, str]] = {
+    "light": {
+        "text": "#1f2a37",
+        "muted": "#52606d",
+        "grid": "#e4e7eb",
+        "zero": "#cbd2d9",
+        "hover": "#ffffff",
+        "background": "#fbfbfa",
+    },
+    "dark": {
+        "text": "#e4e7eb",
+        "muted": "#aab4be",
+        "grid": "#323f4b",
+        "zero": "#52606d",
+        "hover": "#1f2933",
+        "background": "#10161d",
+    },
+}
 
 
 def base_layout(**overrides: Any) -> dict[str, Any]:
@@ -53,3 +88,57 @@ def wrap_label(text: str, width: int = 18) -> str:
             line = f"{line} {word}".strip()
     lines.append(line)
     return "<br>".join(lines)
+
+
+def html_label(text: object) -> str:
+    """``text`` with ``& < >`` as HTML entities: Plotly renders tags (``<b>``, ``<a href>``,
+    ``<br>``) in tick labels, titles and hover text, so a user's model or run name must not
+    be read as markup. Hover templates show ``%{x}`` / ``%{y}`` as the escaped label."""
+    return html.escape(str(text), quote=False)
+
+
+def template_for(theme_type: str | None) -> go.layout.Template:
+    """The Plotly template of the dashboard's ``theme_type`` (``"light"``, ``"dark"``; None
+    or anything else: light): Plotly's ``plotly_white`` / ``plotly_dark`` with `THEME_COLORS`
+    for text, ticks, grid, zero lines and hover labels, transparent paper and plot so the
+    page's background shows through, and `PALETTE` as the colourway."""
+    import plotly.graph_objects as go
+    import plotly.io as pio
+
+    kind = theme_type if theme_type in THEME_TYPES else "light"
+    c = THEME_COLORS[kind]
+    base = pio.templates["plotly_dark" if kind == "dark" else "plotly_white"]
+    axis = dict(
+        gridcolor=c["grid"],
+        zerolinecolor=c["zero"],
+        linecolor=c["zero"],
+        tickcolor=c["zero"],
+        tickfont=dict(color=c["muted"]),
+        title=dict(font=dict(color=c["text"])),
+    )
+    template = go.layout.Template(base)
+    template.layout.update(
+        font=dict(color=c["text"]),
+        title=dict(font=dict(color=c["text"])),
+        paper_bgcolor="rgba(0,0,0,0)",
+        plot_bgcolor="rgba(0,0,0,0)",
+        colorway=PALETTE,
+        xaxis=axis,
+        yaxis=axis,
+        legend=dict(font=dict(color=c["text"])),
+        hoverlabel=dict(bgcolor=c["hover"], font=dict(color=c["text"]), bordercolor=c["zero"]),
+        coloraxis=dict(colorbar=dict(tickfont=dict(color=c["muted"]), title=dict(font=dict(color=c["text"])))),
+    )
+    return template
+
+
+def themed(fig: go.Figure, theme_type: str | None) -> go.Figure:
+    """A copy of ``fig`` under `template_for` ``(theme_type)``: the template replaced and the
+    fixed font colour of `base_layout` dropped so the template's text colour applies (the data
+    colours are kept)."""
+    import plotly.graph_objects as go
+
+    out = go.Figure(fig)
+    out.update_layout(template=template_for(theme_type))
+    out.layout.font.color = None
+    return out

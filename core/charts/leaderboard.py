@@ -1,4 +1,10 @@
-"""Plotly figures for the Leaderboard page (pure: DataFrame in, go.Figure out)."""
+"""Plotly figures for the Leaderboard page (pure: DataFrame in, go.Figure out).
+
+Model names come from the user's votes: every label is `core.charts.html_label`-escaped.
+Heatmaps draw a pair with no votes (and a model against itself) in `core.charts.NO_DATA`,
+never as a 0.5 win rate, and show every model's label (one tick per model, a smaller font
+past `DENSE_MODELS`), values printed in the cells up to `PRINTED_MODELS` and on hover always.
+"""
 
 from __future__ import annotations
 
@@ -6,13 +12,25 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.charts import PALETTE, SEQUENTIAL, base_layout
+from core.charts import NO_DATA, PALETTE, SEQUENTIAL, base_layout, html_label
+
+#: heatmaps print their values in the cells up to this many models (hover beyond)
+PRINTED_MODELS = 25
+#: past this many models the heatmaps use a smaller tick font and row height
+DENSE_MODELS = 30
+#: the interval plot's marker colour for a pinned model
+PINNED_COLOR = PALETTE[3]
 
 
-def rating_intervals(table: pd.DataFrame, title: str = "Ratings with confidence intervals") -> go.Figure:
+def rating_intervals(
+    table: pd.DataFrame, title: str = "Ratings with confidence intervals", pinned: tuple[str, ...] = ()
+) -> go.Figure:
     """Horizontal dot + error bar per model, sorted by rating (best on top).
-    ``table`` needs model, rating, ci_low, ci_high (optional provisional)."""
+    ``table`` needs model, rating, ci_low, ci_high (optional provisional); ``pinned`` models
+    are drawn in `PINNED_COLOR` with a larger diamond and a bold label."""
     t = table.sort_values("rating", ascending=True)
+    is_pinned = t["model"].isin(list(pinned)).to_numpy()
+    labels = [f"<b>{html_label(m)}</b>" if p else html_label(m) for m, p in zip(t["model"], is_pinned, strict=True)]
     has_ci = t["ci_low"].notna().all() and t["ci_high"].notna().all()
     err = (
         dict(
@@ -27,13 +45,20 @@ def rating_intervals(table: pd.DataFrame, title: str = "Ratings with confidence 
         if has_ci
         else None
     )
-    colors = [PALETTE[1] if p else PALETTE[0] for p in t.get("provisional", pd.Series(False, index=t.index))]
+    provisional = t.get("provisional", pd.Series(False, index=t.index)).to_numpy(dtype=bool)
+    colors = [
+        PINNED_COLOR if k else (PALETTE[1] if p else PALETTE[0]) for k, p in zip(is_pinned, provisional, strict=True)
+    ]
     fig = go.Figure(
         go.Scatter(
             x=t["rating"],
-            y=t["model"],
+            y=labels,
             mode="markers",
-            marker=dict(size=9, color=colors),
+            marker=dict(
+                size=[13 if k else 9 for k in is_pinned],
+                color=colors,
+                symbol=["diamond" if k else "circle" for k in is_pinned],
+            ),
             error_x=err,
             customdata=np.column_stack([t["ci_low"], t["ci_high"]]),
             hovertemplate="%{y}<br>rating %{x:.1f}<br>CI %{customdata[0]:.1f} – %{customdata[1]:.1f}<extra></extra>",
@@ -42,7 +67,7 @@ def rating_intervals(table: pd.DataFrame, title: str = "Ratings with confidence 
     )
     fig.update_layout(**base_layout(title=title, height=max(320, 26 * len(t) + 120), showlegend=False))
     fig.update_xaxes(title="rating")
-    fig.update_yaxes(title=None, categoryorder="array", categoryarray=t["model"].tolist())
+    fig.update_yaxes(title=None, categoryorder="array", categoryarray=labels, dtick=1)
     return fig
 
 
@@ -55,29 +80,52 @@ def _heatmap(
     zmax: float | None = None,
     label: str = "value",
 ) -> go.Figure:
-    """Model x opponent heatmap of ``matrix`` (NaN cells blank), values printed with ``fmt``
-    up to 25 models."""
+    """Model x opponent heatmap of ``matrix``: a cell without a value (NaN: no votes between
+    the pair, or the diagonal) is drawn in `NO_DATA` under a "no battles" hover, every model
+    labelled (escaped), values printed with ``fmt`` up to `PRINTED_MODELS` models."""
     z = matrix.to_numpy(dtype=float)
-    text = np.where(np.isnan(z), "", np.vectorize(lambda v: format(v, fmt))(np.nan_to_num(z)))
-    fig = go.Figure(
+    missing = np.isnan(z)
+    x = [html_label(m) for m in matrix.columns]
+    y = [html_label(m) for m in matrix.index]
+    text = np.where(missing, "", np.vectorize(lambda v: format(v, fmt))(np.nan_to_num(z)))
+    n = len(matrix)
+    fig = go.Figure()
+    if missing.any():
+        fig.add_trace(
+            go.Heatmap(
+                z=np.where(missing, 1.0, np.nan),
+                x=x,
+                y=y,
+                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]],
+                showscale=False,
+                hoverongaps=False,
+                hovertemplate="%{y} vs %{x}<br>no battles<extra></extra>",
+                name="no battles",
+            )
+        )
+    fig.add_trace(
         go.Heatmap(
             z=z,
-            x=matrix.columns.tolist(),
-            y=matrix.index.tolist(),
+            x=x,
+            y=y,
             colorscale=colorscale,
             zmin=zmin,
             zmax=zmax,
             text=text,
-            texttemplate="%{text}" if len(matrix) <= 25 else None,
+            texttemplate="%{text}" if n <= PRINTED_MODELS else None,
             hoverongaps=False,
             hovertemplate="%{y} vs %{x}<br>" + label + " %{z:" + fmt + "}<extra></extra>",
             colorbar=dict(title=label),
+            name=label,
         )
     )
-    size = max(420, 28 * len(matrix) + 160)
-    fig.update_layout(**base_layout(title=title, height=size))
-    fig.update_xaxes(title="opponent", side="bottom", tickangle=-45)
-    fig.update_yaxes(title="model", autorange="reversed")
+    dense = n > DENSE_MODELS
+    size = max(420, (16 if dense else 28) * n + 200)
+    tick_font = dict(size=10 if dense else 12)
+    note = "grey: no battles" if missing.any() else None
+    fig.update_layout(**base_layout(title=title if note is None else f"{title} ({note})", height=size))
+    fig.update_xaxes(title="opponent", side="bottom", tickangle=-45, dtick=1, tickfont=tick_font, showgrid=False)
+    fig.update_yaxes(title="model", autorange="reversed", dtick=1, tickfont=tick_font, showgrid=False)
     return fig
 
 
@@ -105,7 +153,7 @@ def bootstrap_distribution(samples: pd.Series, rating: float, ci_low: float, ci_
         fig.add_vline(
             x=x, line=dict(color=PALETTE[1], dash=dash, width=2), annotation_text=label, annotation_position="top"
         )
-    fig.update_layout(**base_layout(title=f"Bootstrap distribution: {model}", height=360, showlegend=False))
+    fig.update_layout(**base_layout(title=f"Bootstrap distribution: {html_label(model)}", height=360, showlegend=False))
     fig.update_xaxes(title="rating")
     fig.update_yaxes(title="rounds")
     return fig
@@ -143,7 +191,7 @@ def fitted_vs_true(table: pd.DataFrame, truth: dict[str, float]) -> go.Figure:
             mode="markers",
             marker=dict(size=9, color=PALETTE[0]),
             error_y=err,
-            text=t["model"],
+            text=[html_label(m) for m in t["model"]],
             name="models",
             hovertemplate="%{text}<br>true %{x:.1f}<br>fitted %{y:.1f}<extra></extra>",
         )

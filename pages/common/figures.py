@@ -1,0 +1,80 @@
+"""Every chart of the dashboard goes through `show_figure`: themed like the page, downloadable.
+
+- Theme: the figure gets `core.charts.template_for` of the browser's active theme
+  (``st.context.theme.type``, light when not known yet) and is drawn with Streamlit's own chart
+  theme (``theme="streamlit"``), which the browser re-applies when the user switches between
+  light and dark in the settings menu, so text and grids stay readable in both at once.
+- Downloads: Plotly's toolbar (the camera button) saves the figure in the browser, offline
+  (plotly.js ships with Streamlit; nothing is rendered on the server). A toolbar has one image
+  button, so its format is a choice: `image_format_picker` (PNG or SVG, widget key
+  `FORMAT_KEY`, shared by every figure of the page) sets it; without the picker it is PNG.
+  The file is named after the figure (``name``), at twice the screen resolution for PNG.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from core.charts import themed
+
+#: the widget key of `image_format_picker` (read by `show_figure`)
+FORMAT_KEY = "fig_image_format"
+#: image formats the toolbar's download button can write, as the picker shows them
+IMAGE_FORMATS: dict[str, str] = {"png": "PNG", "svg": "SVG"}
+#: toolbar buttons that do nothing useful on these charts
+_REMOVED = ["lasso2d", "select2d", "autoScale2d"]
+
+
+def file_stem(name: str) -> str:
+    """``name`` as a safe file stem: runs of anything but letters, digits, ``-`` ``_`` ``.``
+    become ``-`` (at most 80 characters; ``ranklens`` if nothing is left)."""
+    stem = re.sub(r"[^\w.-]+", "-", name, flags=re.ASCII).strip("-.")[:80]
+    return stem or "ranklens"
+
+
+def figure_config(name: str = "ranklens", image_format: str = "png") -> dict[str, Any]:
+    """Plotly's config for a dashboard chart: the toolbar's download button writes
+    ``<name>.<image_format>`` (PNG at scale 2, SVG as vectors), no Plotly logo, no
+    selection tools."""
+    if image_format not in IMAGE_FORMATS:
+        raise ValueError(f"unknown image format {image_format!r}; expected one of {', '.join(IMAGE_FORMATS)}")
+    options: dict[str, Any] = {"format": image_format, "filename": file_stem(name)}
+    if image_format == "png":
+        options["scale"] = 2
+    return {"displaylogo": False, "toImageButtonOptions": options, "modeBarButtonsToRemove": _REMOVED}
+
+
+def image_format_picker(label: str = "Figure downloads") -> str:
+    """A small PNG / SVG choice for the toolbars' download buttons of this page's figures."""
+    choice = st.segmented_control(
+        label,
+        list(IMAGE_FORMATS),
+        default="png",
+        key=FORMAT_KEY,
+        format_func=IMAGE_FORMATS.get,
+        help="The camera button in a chart's toolbar (top right, on hover) downloads the chart in this format.",
+    )
+    return choice or "png"
+
+
+def current_image_format() -> str:
+    """The picker's choice (PNG when the page has no picker or nothing is chosen)."""
+    value = st.session_state.get(FORMAT_KEY)
+    return value if value in IMAGE_FORMATS else "png"
+
+
+def show_figure(fig: go.Figure, *, key: str | None = None, name: str = "ranklens") -> None:
+    """Draw ``fig`` across the page's width under the active theme (`core.charts.themed`),
+    with the toolbar download of `figure_config` ``(name, current_image_format())``."""
+    theme_type = st.context.theme.type
+    st.plotly_chart(
+        themed(fig, theme_type),
+        width="stretch",
+        theme="streamlit",
+        key=key,
+        config=figure_config(name, current_image_format()),
+    )
