@@ -104,6 +104,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --report ties: delta degrees of freedom of the standard deviations "
         "(default 0: population, as the notebook's np.std; 1: sample)",
     )
+    add_engine_arguments(parser)
+
+
+def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--engine`` and ``--address`` (`core.scale`), shared with ``fuse``."""
+    parser.add_argument(
+        "--engine",
+        choices=("memory", "stream", "ray"),
+        default=None,
+        help="memory: read every run whole; stream: read in chunks, shard by query on disk, evaluate shard by "
+        "shard (bounded memory, same numbers); ray: the same shards on a Ray cluster "
+        "(default: memory when the inputs fit comfortably in memory, else stream)",
+    )
+    parser.add_argument(
+        "--address", default=None, metavar="ADDR", help="with --engine ray: the cluster to join (default: a local one)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,12 +135,27 @@ def run(args: argparse.Namespace) -> int:
             raise MetricError(f"--format {args.format} evaluates in memory: it does not take --engine {args.engine}")
         return run_export(args)
     if args.report == "ties":
+        _engine(args)
         if args.chunk_map is not None:
             raise MetricError("--report ties evaluates document runs: it does not take --chunk-map")
         return run_tie_report(args)
     qrels = read_qrels(args.qrels)
-    runs = read_named_runs(args.run)
     metrics = args.metrics if args.metrics is not None else ",".join(DEFAULT_METRICS)
+    if args.chunk_map is None and _engine(args) != "memory":
+        from core.scale.jobs import evaluate_files
+
+        result = evaluate_files(
+            args.run,
+            qrels,
+            metrics,
+            ties=args.ties,
+            rel_level=args.rel_level,
+            engine=args.engine,
+            address=args.address,
+            progress=sys.stderr,
+        )
+        return _emit(result, args)
+    runs = read_named_runs(args.run)
     if args.chunk_map is not None:
         from core.io import read_chunk_map
 
@@ -133,6 +164,25 @@ def run(args: argparse.Namespace) -> int:
         result = evaluate_chunks(runs, qrels, chunk_map, metrics, args.ties, args.rel_level, collapse=collapse)
     else:
         result = evaluate(runs, qrels, metrics, ties=args.ties, rel_level=args.rel_level)
+    return _emit(result, args)
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """The engine of ``--engine``, or the one `core.scale.engines.choose_engine` picks (said
+    on stderr when it is not ``memory``); ``--chunk-map`` and ``--report ties`` run in memory."""
+    if args.chunk_map is not None or args.report is not None:
+        if args.engine not in (None, "memory"):
+            raise MetricError(f"--engine {args.engine} evaluates plain runs: --chunk-map and --report run in memory")
+        return "memory"
+    from core.scale.engines import choose_engine
+
+    args.engine, note = choose_engine(args.run, args.engine)
+    if note:
+        print(note, file=sys.stderr)
+    return str(args.engine)
+
+
+def _emit(result: Evaluation, args: argparse.Namespace) -> int:
     for note in result.warnings:
         print(f"warning: {note}", file=sys.stderr)
     if args.format == "json":

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import nullcontext
+from typing import TYPE_CHECKING
 
 from core.cli import read_named_runs
 from core.data import Run
 from core.errors import DataError
-from core.fusion import INPUT_ORDERS, METHODS, NORMS, TIE_ORDERS, FusionError, FusionParams, fuse_with
+from core.fusion import INPUT_ORDERS, METHODS, NORMS, TIE_ORDERS, FusionError, FusionParams, FusionReport, fuse_with
 from core.io import write_trec_run
+
+if TYPE_CHECKING:
+    from core.scale.shards import ShardSet
 
 
 def _weights(text: str) -> list[float]:
@@ -55,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tag", default=None, help="run tag written in the TREC file (default: the method)")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="output TREC run (default: stdout)")
+    from core.cli.evaluate import add_engine_arguments
+
+    add_engine_arguments(parser)
 
 
 def _read(paths: list[str], dedupe: bool) -> list[Run]:
@@ -74,10 +82,30 @@ def _read(paths: list[str], dedupe: bool) -> list[Run]:
 
 
 def run(args: argparse.Namespace) -> int:
+    from core.scale.engines import choose_engine
+
+    engine, note = choose_engine(args.runs, args.engine)
+    if note:
+        print(note, file=sys.stderr)
+    if engine != "memory":
+        return _run_sharded(args, engine)
     runs = _read(args.runs, args.dedupe)
     if len(runs) < 2:
         raise FusionError(f"fusion needs at least two runs, got {len(runs)} in {', '.join(args.runs)}")
-    params = FusionParams(
+    params = _params(args)
+    fused = fuse_with(runs, params, warn=False)  # the report's notes are printed below
+    _notes(fused.meta["fusion"], args.dedupe)
+    tag = args.tag or args.method
+    order = "given" if args.tie_order == "input" else "trec"  # the fused run's rank column carries the order
+    if args.output:
+        write_trec_run(fused, args.output, tag=tag, ties=order)
+    else:
+        sys.stdout.write(write_trec_run(fused, None, tag=tag, ties=order) or "")
+    return 0
+
+
+def _params(args: argparse.Namespace) -> FusionParams:
+    return FusionParams(
         args.method,
         k=args.k,
         weights=None if args.weights is None else tuple(args.weights),
@@ -88,17 +116,39 @@ def run(args: argparse.Namespace) -> int:
         tie_order=args.tie_order,
         dedupe=args.dedupe,
     )
-    fused = fuse_with(runs, params, warn=False)  # the report's notes are printed below
-    report = fused.meta["fusion"]
+
+
+def _notes(report: FusionReport, dedupe: bool) -> None:
     for note in report.notes:
         print(f"warning: {note}", file=sys.stderr)
-    if args.dedupe:
+    if dedupe:
         for name, dropped in report.duplicates_dropped.items():
             print(f"dedupe: {name}: dropped {dropped} duplicate row(s), kept each docid's best copy", file=sys.stderr)
+
+
+def _run_sharded(args: argparse.Namespace, engine: str) -> int:
+    """``--engine stream|ray``: `core.scale.jobs.fuse_files`, lines written as shards finish."""
+    from core.scale.jobs import fuse_files
+
+    params = _params(args)
     tag = args.tag or args.method
-    order = "given" if args.tie_order == "input" else "trec"  # the fused run's rank column carries the order
-    if args.output:
-        write_trec_run(fused, args.output, tag=tag, ties=order)
-    else:
-        sys.stdout.write(write_trec_run(fused, None, tag=tag, ties=order) or "")
+    order = "given" if args.tie_order == "input" else "trec"
+
+    def check(shards: ShardSet) -> None:
+        if len(shards.names) < 2:
+            raise FusionError(f"fusion needs at least two runs, got {len(shards.names)} in {', '.join(args.runs)}")
+
+    with open(args.output, "w", encoding="utf-8") if args.output else nullcontext(sys.stdout) as out:
+        outcome = fuse_files(
+            args.runs,
+            params,
+            out,
+            tag=tag,
+            order=order,
+            engine=engine,
+            address=args.address,
+            progress=sys.stderr,
+            check=check,
+        )
+    _notes(outcome.report, args.dedupe)
     return 0

@@ -218,7 +218,9 @@ class _ChunkResult:
 class _Engine:
     """Fuses chunks of consecutive queries independently (see the module docstring)."""
 
-    def __init__(self, inputs: Inputs, params: FusionParams, w: np.ndarray, detail: bool) -> None:
+    def __init__(
+        self, inputs: Inputs, params: FusionParams, w: np.ndarray, detail: bool, bound: float | None = None
+    ) -> None:
         spec = params.spec
         self.spec, self.k, self.w, self.detail = spec, params.k, w, detail
         self.norm = params.used_norm
@@ -236,7 +238,8 @@ class _Engine:
             b[p.seg_q] = np.arange(len(p.seg_q))
             self.block_of.append(b)
         self.widest = int(self.per_q.max()) if n_q else 0
-        bound = _contribution_bound(self.preps, spec, self.k, w, self.norm, self.widest)
+        if bound is None:
+            bound = _contribution_bound(self.preps, spec, self.k, w, self.norm, self.widest)
         self.quantum = _quantum_for(bound) if spec.additive else None
         # sums of all-zero terms need no values; max, min and median always read them
         self.need_values = self.quantum is not None or not spec.additive
@@ -500,10 +503,14 @@ class Fused:
     members: Members | None = None
 
 
-def stream(inputs: Inputs, params: FusionParams, w: np.ndarray, *, detail: bool = False) -> Fused:
+def stream(
+    inputs: Inputs, params: FusionParams, w: np.ndarray, *, detail: bool = False, bound: float | None = None
+) -> Fused:
     """Fuse ``inputs`` chunk by chunk of queries, in parallel (see the module docstring).
-    ``detail`` also returns every member row (`Members`)."""
-    engine = _Engine(inputs, params, w, detail)
+    ``detail`` also returns every member row (`Members`). ``bound`` replaces the inputs' own
+    contribution bound (`inputs_bound`): a caller fusing a run shard by shard passes the
+    largest over all shards, so every shard sums in the same fixed point as the whole run."""
+    engine = _Engine(inputs, params, w, detail, bound)
     coder = inputs.coder
     if coder.bits + engine.low_bits > 64:  # keys too wide to pack next to the low bits
         coder = coder.dense()
@@ -623,14 +630,38 @@ def assemble(
     )
 
 
-def fuse_inputs(inputs: Inputs, params: FusionParams, w: np.ndarray, name: str, meta: dict[str, object]) -> Run:
-    """The fused run of prepared ``inputs`` (``w``: the weight vector of ``params``)."""
-    return assemble(inputs.qid_values, stream(inputs, params, w), name, meta, params.top_k, params.tie_order)
+def fuse_inputs(
+    inputs: Inputs,
+    params: FusionParams,
+    w: np.ndarray,
+    name: str,
+    meta: dict[str, object],
+    bound: float | None = None,
+) -> Run:
+    """The fused run of prepared ``inputs`` (``w``: the weight vector of ``params``;
+    ``bound``: see `stream`)."""
+    fused = stream(inputs, params, w, bound=bound)
+    return assemble(inputs.qid_values, fused, name, meta, params.top_k, params.tie_order)
 
 
-def fuse_with(runs: Sequence[Run], params: FusionParams, *, name: str | None = None, warn: bool = True) -> Run:
-    """`fuse` for a `FusionParams`."""
-    fused = _fuse(check_runs(runs), params, name)
+def inputs_bound(inputs: Inputs, params: FusionParams, w: np.ndarray) -> float:
+    """The upper bound of ``|term|`` that fixes the fixed-point quantum of fusing ``inputs``
+    (0 when no input has a row). Bounds only grow with the data (a larger score, a longer
+    list), so the bound of a run is the largest bound of its query shards."""
+    widest = int(inputs.lengths.sum(axis=0).max()) if inputs.lengths.size else 0
+    return _contribution_bound(inputs.preps, params.spec, params.k, w, params.used_norm, widest)
+
+
+def fuse_with(
+    runs: Sequence[Run],
+    params: FusionParams,
+    *,
+    name: str | None = None,
+    warn: bool = True,
+    bound: float | None = None,
+) -> Run:
+    """`fuse` for a `FusionParams` (``bound``: see `stream`)."""
+    fused = _fuse(check_runs(runs), params, name, bound)
     if warn:
         _warn_incomplete(fused, stacklevel=3)
     return fused
@@ -670,12 +701,12 @@ def fuse(
     return fused
 
 
-def _fuse(runs: list[Run], params: FusionParams, name: str | None) -> Run:
+def _fuse(runs: list[Run], params: FusionParams, name: str | None, bound: float | None = None) -> Run:
     w = params.weight_vector(len(runs))
     inputs = prepare_inputs(runs, params.depth, params.ties, params.dedupe)
     report = FusionReport.of(params, inputs.names, w, inputs.missing, len(inputs.qid_values), inputs.dropped)
     label = name or f"{params.method}({','.join(inputs.names)})"
-    return fuse_inputs(inputs, params, w, label, {"fusion": report})
+    return fuse_inputs(inputs, params, w, label, {"fusion": report}, bound)
 
 
 def _warn_incomplete(fused: Run, stacklevel: int) -> None:
