@@ -105,7 +105,7 @@ def test_demo_writes_evaluable_files(tmp_path):
     assert out.returncode == 0, out.stderr
     runs = sorted(tmp_path.glob("*.trec"))
     qrels = next(tmp_path.glob("*.qrels"))
-    assert len(runs) == 4
+    assert len(runs) == 5  # the four reranker runs and the yes/no judge (core.demo.evaluation)
     res = cli("evaluate", "--run", str(runs[0]), "--qrels", str(qrels), "--format", "json", "--ties", "expected")
     assert res.returncode == 0, res.stderr
 

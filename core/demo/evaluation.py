@@ -1,8 +1,16 @@
-"""Evaluation demo: ~50 queries with graded qrels and four reranker runs whose scores are
+"""Evaluation demo: ~50 queries with graded qrels and five reranker runs whose scores are
 discretised like LLM outputs, from (almost) no ties to heavy ties, as in the G-RAG study.
 
 Every query has 40 candidates with a latent grade 0-3; each system scores them as
 ``quality * grade + noise`` and then rounds to its own output resolution.
+
+The story the demo tells (its numbers are computed, `core.demo.story.tie_story`): the fifth
+run, an LLM judge answering yes/no (`JUDGE`), has two score values only, so its MRR@10 can be
+anything in a wide [pessimistic, optimistic] range (0.25-0.99); trec_eval's tie-break (docid
+descending) happens to draw high, so traditionally it beats ``bm25 (float scores)`` (0.766 vs
+0.740) while tie-aware it is clearly below (0.686). The judge's noise has its own seed
+(`JUDGE_SEED`, chosen for that swap) drawn after the other runs, so the qrels and the first
+four runs are those of the earlier four-run demo, bit for bit (the fusion demo builds on them).
 """
 
 from __future__ import annotations
@@ -28,7 +36,13 @@ SYSTEMS: dict[str, tuple[float, float, float | str | None]] = {
 }
 
 
+#: the yes/no judge: (name, signal, noise sd, threshold on the latent score); its own noise seed
+JUDGE: tuple[str, float, float, float] = ("llm-judge (yes/no)", 0.9, 0.8, 0.9)
+JUDGE_SEED = 6
+
+
 def generate(seed: int = SEED) -> tuple[Qrels, list[Run]]:
+    """(qrels, runs): the four `SYSTEMS` then the `JUDGE`, deterministic for ``seed``."""
     rng = np.random.default_rng(seed)
     qids = np.array([f"q{100 + i}" for i in range(N_QUERIES)])
     docids = np.array([[f"d{i:03d}-{j:02d}" for j in range(N_CANDIDATES)] for i in range(N_QUERIES)])
@@ -59,6 +73,12 @@ def generate(seed: int = SEED) -> tuple[Qrels, list[Run]]:
             scores = np.round(np.clip((latent + 1.0) / 4.5, 0, 1) * scale / step) * step
         frame = pd.DataFrame({"qid": np.repeat(qids, N_CANDIDATES), "docid": docids.ravel(), "score": scores.ravel()})
         runs.append(Run.from_frame(frame, name, source="demo"))
+    name, signal, noise, threshold = JUDGE
+    latent = signal * grades + np.random.default_rng(JUDGE_SEED).normal(0.0, noise, size=grades.shape)
+    frame = pd.DataFrame(
+        {"qid": np.repeat(qids, N_CANDIDATES), "docid": docids.ravel(), "score": (latent > threshold).ravel() * 1.0}
+    )
+    runs.append(Run.from_frame(frame, name, source="demo"))
     return qrels, runs
 
 

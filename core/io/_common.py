@@ -332,8 +332,51 @@ def first_line(raw: bytes) -> str:
     return ""
 
 
+#: extensions that say nothing about a file beyond "data": `file_stem` drops them all
+#: (``results.test.gz`` -> ``results``, ``bm25.run.txt`` -> ``bm25``, ``msmarco.v2.trec`` -> ``msmarco.v2``)
+DATA_EXTENSIONS = frozenset(
+    {"gz", "txt", "trec", "run", "runs", "res", "out", "test", "qrels", "qrel"}
+    | {"csv", "tsv", "jsonl", "ndjson", "json", "parquet", "pq"}
+)
+
+
+def file_stem(name: str) -> str:
+    """The name of a file without its directory and without every trailing data extension
+    (`DATA_EXTENSIONS`): what a dataset read from it is called when its content names
+    nothing better. ``""`` for a name that is only extensions."""
+    stem = Path(name).name
+    while "." in stem:
+        base, ext = stem.rsplit(".", 1)
+        if ext.lower() not in DATA_EXTENSIONS:
+            break
+        stem = base
+    return stem
+
+
+def _looks_trec(head: str) -> bool:
+    """A first line of 4 (qrels: ``qid iter docid grade``) or 6 (run: ``qid Q0 docid rank
+    score tag``) whitespace-separated fields whose grade / rank and score are numbers (so a
+    header is not one)."""
+    fields = head.split()
+    numbers = {4: fields[3:4], 6: fields[3:5]}.get(len(fields))
+    if not numbers:
+        return False
+    try:
+        for value in numbers:
+            float(value)
+    except ValueError:
+        return False
+    return True
+
+
 def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
-    """``trec``, ``csv``, ``tsv``, ``jsonl`` or ``parquet`` from ``fmt``, the extension or content."""
+    """``trec``, ``csv``, ``tsv``, ``jsonl`` or ``parquet`` from ``fmt``, else the content,
+    else the extension. The content wins over an extension it contradicts (a ``.csv`` whose
+    first line has no comma, a ``.jsonl`` whose first line is not an object, a ``.parquet``
+    without Parquet's magic bytes); a name with any other extension (``.test``, ``.run``,
+    ``.qrels``, ``.txt``) or none is read by its content alone: a first line starting with
+    ``{`` is JSONL, a header with commas CSV, a tab-separated header starting with a query
+    column TSV, anything else TREC (whose reader names the line that does not fit)."""
     if fmt:
         fmt = fmt.lower().lstrip(".")
         fmt = {"txt": "trec", "run": "trec", "json": "jsonl", "ndjson": "jsonl", "pq": "parquet"}.get(fmt, fmt)
@@ -342,18 +385,18 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
         return fmt
     if raw[:4] == b"PAR1":
         return "parquet"
-    ext = Path(name).suffix.lower().lstrip(".")
-    if ext in ("parquet", "pq"):
-        return "parquet"
-    if ext in ("jsonl", "ndjson", "json"):
-        return "jsonl"
-    if ext == "tsv":
-        return "tsv"
-    if ext == "csv":
-        return "csv"
-    if ext == "trec":  # what write_trec_run writes: its first qid may hold "," or start with "{"
-        return "trec"
     head = first_line(strip_bom(raw))
+    ext = Path(name).suffix.lower().lstrip(".")
+    if ext in ("parquet", "pq") and not head:
+        return "parquet"  # empty: the Parquet reader says what is missing
+    if ext in ("jsonl", "ndjson", "json") and (head.startswith("{") or not head):
+        return "jsonl"
+    if ext == "trec" or (ext in ("csv", "tsv") and _looks_trec(head)):
+        return "trec"
+    if ext == "tsv" and ("\t" in head or not head):
+        return "tsv"
+    if ext == "csv" and ("," in head or not head):
+        return "csv"  # what write_trec_run writes: its first qid may hold "," or start with "{"
     if head.startswith("{"):
         return "jsonl"
     if (
@@ -367,6 +410,8 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
         and any(c.isalpha() for c in head.split("\t")[0])
         and head.lower().startswith(("qid", "query", "topic"))
     ):
+        return "tsv"
+    if ext == "tsv" and not _looks_trec(head):
         return "tsv"
     return "trec"
 

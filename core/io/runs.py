@@ -31,6 +31,7 @@ from core.io._common import (
     check_flat_columns,
     check_parquet_size,
     check_text,
+    file_stem,
     first_control_row,
     json_lines,
     load_bytes,
@@ -100,6 +101,24 @@ _BLOCK_SIZE = 1 << 20
 #: what `read_runs` does with a docid repeated within a query: refuse the file (naming both
 #: lines) or keep its best-ranked copy (`Run.drop_duplicates`: highest score, then first row)
 DUPLICATE_MODES: tuple[str, ...] = ("error", "keep-best")
+#: TREC tags that name a tool, a template or nothing rather than a run (compared lower-cased):
+#: a file holding one run under such a tag is named after the file (`core.io._common.file_stem`:
+#: ``results.test`` with tag ``STANDARD``, trec_eval's own test run, is ``results``). In a file
+#: holding several tags, each run keeps its tag (they are what tells the runs apart).
+GENERIC_TAGS = frozenset(
+    {"standard", "run", "runs", "tag", "runid", "run_id", "default", "test", "system", "none", "null", "nan"}
+    | {"anserini", "pyserini", "lucene", "terrier", "pyterrier", "indri", "galago", "trec", "trec_eval", "ranklens"}
+    | {"q0", "0", "-", "_"}
+)
+
+
+def run_name_for(tag: str | None, display: str) -> str:
+    """The name of a file's single run: its TREC ``tag`` unless the tag is missing or generic
+    (`GENERIC_TAGS`), then the file's name without its data extensions (`file_stem`),
+    then ``run``."""
+    if tag and tag.strip().lower() not in GENERIC_TAGS:
+        return tag
+    return file_stem(display) or tag or "run"
 
 
 # ---------------------------------------------------------------------------------------
@@ -114,8 +133,8 @@ def read_runs(
     name: str | None = None,
     duplicates: str = "error",
 ) -> list[Run]:
-    """Parse a run file; one `Run` per tag (a single run is named ``name``, its tag, or
-    the file's stem). Raises `DataError` with file and line on bad input. ``duplicates``
+    """Parse a run file; one `Run` per tag (a single run is named ``name``, else its tag
+    unless generic, else the file's stem: `run_name_for`). Raises `DataError` with file and line on bad input. ``duplicates``
     (`DUPLICATE_MODES`): ``error`` refuses a docid repeated within a query, ``keep-best``
     keeps its best-ranked copy and counts the rows dropped in ``meta[DUPLICATES_DROPPED]``."""
     if duplicates not in DUPLICATE_MODES:
@@ -249,22 +268,39 @@ def _read_trec_run(raw: bytes, display: str) -> pa.Table:
         ) from None
 
 
+#: what a first line of the other TREC width says about the file: (reading a run?, columns) -> hint
+_KIND_HINTS = {
+    (True, 4): "; this looks like qrels (qid iter docid relevance): load it as qrels",
+    (False, 6): "; this looks like a run (qid Q0 docid rank score tag): load it as a run",
+}
+#: the formats a reader accepts, named when a file's first line fits none of them (by reader: run?)
+_FORMATS_HINT = {
+    True: "; or CSV/TSV with a header qid,docid,score[,rank][,tag], JSONL objects with those keys, or Parquet",
+    False: "; or CSV/TSV with a header qid,docid,relevance, JSONL objects with those keys, or Parquet",
+}
+
+
 def _diagnose_trec(raw: bytes, display: str, *, run: bool) -> None:
     """Find and raise the first bad line of a TREC run or qrels file."""
     check_text(raw, display, full=True)
     width = 6 if run else 4
     layout = "qid Q0 docid rank score tag" if run else "qid iter docid relevance"
+    first = True
     for number, line in enumerate(raw.decode("utf-8").splitlines(), start=1):
         fields = line.split()
         if not fields:
             continue
         if len(fields) != width:
+            expected = f"{width} whitespace-separated columns: {layout}"
+            if first:  # the file as a whole is something else: say what was expected, and what it looks like
+                expected += _KIND_HINTS.get((run, len(fields)), _FORMATS_HINT[run])
             raise DataError(
                 f"found {len(fields)} column(s): {line.strip()[:80]!r}",
                 file=display,
                 line=number,
-                expected=f"{width} whitespace-separated columns: {layout}",
+                expected=expected,
             )
+        first = False
         longest = max(fields, key=len)
         if len(longest) > _BLOCK_SIZE // 2:
             raise DataError(
@@ -557,7 +593,7 @@ def _split_by_tag(
     """One run per tag. Runs are built first and validated after the parse buffers are
     released, so a large file's peak memory holds one copy of the columns, not two;
     ``keep-best`` ``duplicates`` are dropped after validation (errors keep their lines)."""
-    stem = Path(display).stem or "run"
+    stem = file_stem(display) or "run"
     has_tag = "tag" in table.column_names
     tags = _distinct(table["tag"]) if has_tag else [None]
     keep = [c for c in ("qid", "docid", "score", "rank") if c in table.column_names]
@@ -568,7 +604,12 @@ def _split_by_tag(
             part, row_ids = table.filter(mask), np.flatnonzero(mask.to_numpy(zero_copy_only=False))
         else:
             part, row_ids = table, None
-        run_name = (name if name and len(tags) == 1 else None) or (tag if tag else stem)
+        if name and len(tags) == 1:
+            run_name = name
+        elif len(tags) == 1:
+            run_name = run_name_for(tag, display)
+        else:
+            run_name = tag if tag else stem
         try:
             run = Run.from_table(part.select(keep), str(run_name), source=display, validate=False)
         except DataError as exc:
@@ -632,7 +673,9 @@ def read_qrels(data: Source, *, filename: str | None = None, fmt: str | None = N
         table = table.set_column(table.column_names.index("relevance"), "relevance", pc.cast(rel, pa.int64()))
     _refuse_control_characters(table, display, lines, ("qid", "docid"))
     try:
-        return Qrels.from_table(table.select(["qid", "docid", "relevance"]), name or Path(display).stem, source=display)
+        return Qrels.from_table(
+            table.select(["qid", "docid", "relevance"]), name or file_stem(display) or "qrels", source=display
+        )
     except DataError as exc:
         raise (lines.relocate(exc, display) if lines else exc.located(file=display)) from None
 
