@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from core.runtime import tune_process
-from pages.common import ui
+from pages.common import links, ui
 
 tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
 st.set_page_config(
@@ -24,5 +24,6 @@ PAGES = [
 ]
 
 navigation = st.navigation(PAGES, position="sidebar", expanded=True)
+links.start(navigation, PAGES)  # a session's first run opens ?workspace= / serve --workspace; the view is remembered
 ui.sidebar()
 navigation.run()

@@ -1,4 +1,5 @@
-"""Data: upload runs, qrels, answers and chunk maps; inspect, rename and remove datasets."""
+"""Data: upload runs, qrels, answers and chunk maps; inspect, rename and remove datasets; save the
+session as a workspace file and open one (`pages.common.links`)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import streamlit as st
 from core.io import collapse_chunks
 from core.metrics import coverage_warnings
 from core.reports import data as reports
-from pages.common import cache, state, ui
+from pages.common import cache, links, state, ui
 
 ws = ui.workspace()
 
@@ -61,6 +62,42 @@ with up_other:
         help="chunk_id,doc_id: evaluate chunk-level runs against document qrels on the Metrics page "
         "(cut-then-dedup, the hybrid-RAG report's, or dedup-then-cut), or collapse a run to documents here "
         "(each keeps its best-ranked chunk).",
+    )
+
+st.divider()
+st.subheader("Workspace file")
+save_col, open_col = st.columns(2, gap="medium", vertical_alignment="bottom")
+with save_col:
+    st.download_button(
+        "Save workspace",
+        data=links.saver(),
+        file_name=links.file_name(),
+        mime="application/zip",
+        on_click="ignore",
+        icon=":material/save:",
+        key="dl-workspace",
+        help="One file with every dataset below (zstd Parquet in a zip, with a JSON manifest of names, origins and "
+        "content digests) and the session's settings: the selections and each page's settings, with the link of "
+        "the page you came from. Open it here, or link to it: ?workspace=<file> on a server started with "
+        "--workspace.",
+    )
+with open_col:
+    st.file_uploader(
+        "Open workspace",
+        type=["zip"],
+        key=state.uploader_key("open_workspace"),
+        on_change=links.open_upload,
+        args=("open_workspace",),
+        help="A workspace file saved here or by `python -m core workspace save`: replaces the datasets and "
+        "settings of this session. A damaged or foreign file is refused and changes nothing.",
+    )
+if (view := links.saved_view()) is not None:
+    st.caption("Saved view: " + ui.escape_markdown(links.link(*view)))
+    st.page_link(
+        links.page_of(view[0]),
+        label=f"Go to the saved view ({links.page_title(view[0])})",
+        icon=":material/open_in_new:",
+        query_params=view[1],
     )
 
 st.divider()

@@ -110,6 +110,14 @@ def files_of(key: str) -> list[Any]:
     return files if isinstance(files, list) else [files]
 
 
+# ---- workspace files and links (pages.common.links) -------------------------------------------
+#: url_path -> the query parameters last seen on that page (saved with a workspace)
+VIEWS: Slot[dict[str, dict[str, list[str]]]] = Slot("_views", dict)
+#: url_path of the last page shown other than the Data page (the view a saved link reproduces)
+LAST_PAGE: Slot[str | None] = Slot("_last_page", _none)
+#: the view (url_path, query parameters) the last opened workspace was saved from
+OPENED_VIEW: Slot[tuple[str, dict[str, list[str]]] | None] = Slot("_opened_view", _none)
+
 # ---- Fusion page -------------------------------------------------------------------------------
 FUSE_RUNS: Slot[list[str]] = Slot("fuse_runs", list)
 

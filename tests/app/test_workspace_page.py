@@ -1,0 +1,110 @@
+"""AppTest: save a session with uploads as a workspace file, open it in a new session, and
+see the same tables and metrics on every page; a bad file changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from streamlit.testing.v1 import AppTest
+
+from core.workspace.file import load_workspace, save_workspace
+from pages.common import links
+from tests.app.conftest import APP, open_page
+
+RUN = (
+    b"q100 Q0 d000-01 1 3.0 myrun\nq100 Q0 d000-02 2 3.0 myrun\nq100 Q0 d000-03 3 2.0 myrun\n"
+    b"q101 Q0 d001-05 1 1.0 myrun\nq101 Q0 d001-07 2 1.0 myrun\n"
+)
+QRELS = b"q100 0 d000-02 1\nq100 0 d000-03 2\nq101 0 d001-07 1\nq102 0 dx 1\n"
+ANSWERS = b"qid,prediction,reference\nq100,Paris,paris\nq101,blue,red\n"
+PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rerank")
+
+
+def uploader(at: AppTest, label: str) -> Any:
+    return next(u for u in at.get("file_uploader") if u.proto.label == label)
+
+
+def snapshot(at: AppTest) -> dict[str, Any]:
+    """Every page's tables (dataframes, static tables) and metric tiles, by page."""
+    out: dict[str, Any] = {}
+    for page in PAGES:
+        open_page(at, page)
+        out[page] = {
+            "frames": [f.value for f in at.dataframe],
+            "tables": [t.value for t in at.table],
+            "metrics": [(m.label, m.value) for m in at.metric],
+            "errors": [e.value for e in at.error],
+        }
+    return out
+
+
+def assert_same(before: dict[str, Any], after: dict[str, Any]) -> None:
+    for page in PAGES:
+        b, a = before[page], after[page]
+        assert len(b["frames"]) == len(a["frames"]), page
+        for x, y in zip(b["frames"] + b["tables"], a["frames"] + a["tables"], strict=True):
+            pd.testing.assert_frame_equal(x, y)
+        assert b["metrics"] == a["metrics"], page
+        assert b["errors"] == a["errors"], page
+
+
+def session_with_uploads() -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    open_page(at, "data")
+    uploader(at, "Upload runs").set_value(("mine.trec", RUN, "text/plain")).run()
+    uploader(at, "Upload qrels").set_value(("small.qrels", QRELS, "text/plain")).run()
+    uploader(at, "Upload answers").set_value(("answers.csv", ANSWERS, "text/csv")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["sel_qrels"] == "small" and "myrun" in at.session_state["sel_runs"]
+    open_page(at, "metrics")  # the view a saved link reproduces
+    open_page(at, "data")
+    return at
+
+
+def test_save_new_session_open_gives_identical_pages():
+    at = session_with_uploads()
+    assert "Save workspace" in [b.label for b in at.get("download_button")]
+    settings = links.settings_of(at.session_state)
+    assert settings["page"] == "evaluate" and settings["link"].startswith("/evaluate")
+    assert settings["slots"]["sel_qrels"] == "small"
+    raw = save_workspace(at.session_state["workspace"], settings=settings)
+    assert raw is not None
+    assert load_workspace(raw).workspace.names("answers") == at.session_state["workspace"].names("answers") != []
+    before = snapshot(at)  # visits every page: adds their demo datasets after the save, as it will after opening
+
+    fresh = AppTest.from_file(APP, default_timeout=120)
+    fresh.run()
+    open_page(fresh, "data")
+    assert "myrun" not in fresh.session_state["workspace"].names("run")
+    uploader(fresh, "Open workspace").set_value(("mine.ranklens.zip", raw, "application/zip")).run()
+    assert not fresh.exception, [e.value for e in fresh.exception]
+    assert any("Opened workspace" in s.value for s in fresh.success)
+    assert fresh.session_state["sel_qrels"] == "small"
+    assert fresh.session_state["sel_runs"] == at.session_state["sel_runs"]
+    ws_a, ws_b = load_workspace(raw).workspace, fresh.session_state["workspace"]
+    for kind in ("run", "qrels", "answers", "votes", "corpus", "chunkmap"):
+        assert ws_a.names(kind) == ws_b.names(kind), kind
+    assert ws_b.get("run", "myrun").table.equals(ws_a.get("run", "myrun").table)
+    # the saved view is offered, and leads to the Metrics page
+    assert any("/evaluate" in c.value for c in fresh.caption)
+    link = fresh.get("page_link")[0].proto
+    assert link.label.startswith("Go to the saved view (Metrics)") and link.page == "evaluate"
+    open_page(fresh, "metrics")
+    assert fresh.session_state["_last_page"] == "evaluate"
+    assert_same(before, snapshot(fresh))
+
+
+def test_bad_workspace_file_changes_nothing(app):
+    open_page(app, "data")
+    uploader(app, "Upload runs").set_value(("mine.trec", RUN, "text/plain")).run()
+    names = app.session_state["workspace"].names("run")
+    selected = list(app.session_state["sel_runs"])
+    uploader(app, "Open workspace").set_value(("broken.ranklens.zip", b"PK\x03\x04 not really", "application/zip"))
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("Workspace not opened" in e.value and "not a RankLens workspace file" in e.value for e in app.error)
+    assert app.session_state["workspace"].names("run") == names
+    assert list(app.session_state["sel_runs"]) == selected
+    assert "myrun" in names
