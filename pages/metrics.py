@@ -3,6 +3,9 @@ the G-RAG tie report (seed 000) and chunk-level runs through a chunk map (seed 0
 
 from __future__ import annotations
 
+from typing import Any
+
+import pandas as pd
 import streamlit as st
 
 from core.charts.metrics import (
@@ -11,13 +14,16 @@ from core.charts.metrics import (
     metric_bars,
     style_ranked_list,
     tie_gap_scatter,
+    tie_range_figure,
     tie_size_histogram,
 )
 from core.chunks import COLLAPSE_LABELS, COLLAPSES
 from core.data import Qrels
-from core.errors import RankLensError
-from core.metrics import Evaluation, coverage_warnings, parse_metrics, plain_metrics, policy_table
+from core.metrics import Evaluation, coverage_warnings, plain_metrics, policy_table, split_metrics
+from core.reports import export
 from core.reports import metrics as reports
+from core.reports.data import query_overlap
+from core.stats import CORRECTIONS, TESTS
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
 
@@ -40,9 +46,27 @@ PRESETS = [
 FOUR_DECIMALS = st.column_config.NumberColumn(format="%.4f")
 PERCENT = st.column_config.NumberColumn(format="percent")
 NO_CHUNK_MAP = "(none)"
+#: the summary's two views: the figure's metric, or every metric (one row per run and metric)
+ONE_METRIC, ALL_METRICS = "figure metric", "all metrics"
+
+
+def show_summary(summary: pd.DataFrame, key: str) -> None:
+    """A `core.reports.metrics.summary_long` table (with `with_significance` columns, if any):
+    number columns formatted to 4 decimals, sortable, never ``-0.0000`` (`reports.rounded`)."""
+    config: dict[str, Any] = {
+        name: st.column_config.NumberColumn(format="%.4f", help=reports.SUMMARY_HELP[name])
+        for name in reports.SUMMARY_NUMBERS
+    }
+    config["#"] = st.column_config.TextColumn(width="small", help="The run's letter (significance).")
+    config["better than"] = st.column_config.TextColumn(
+        help="Letters of the runs this tie-aware value is significantly better than (ranx style)."
+    )
+    st.dataframe(
+        reports.rounded(summary), hide_index=True, width="stretch", column_config=config, placeholder="—", key=key
+    )
+
 
 st.title("Metrics")
-caption = st.empty()  # names the traditional order once it is chosen below
 
 active = ui.active_qrels()
 runs = tuple(ui.active_runs())
@@ -50,47 +74,89 @@ if active is None or not runs:
     st.info("Select qrels and at least one run in the sidebar (or upload them on the Data page).")
     st.stop()
 qrels: Qrels = active
+run_names = [r.name for r in runs]
 
-c1, c2, c3, c4 = st.columns([3, 2, 1, 2])
-chosen = c1.multiselect(
-    "Metrics", PRESETS, default=["mrr@10", "hits@3", "ndcg@10", "map"], key=state.METRICS, bind="query-params"
-)
-extra = c2.text_input(
-    "More metrics",
-    key=state.EXTRA_METRICS,
-    placeholder="e.g. ndcg@5, tmhits@20, P_5",
-    bind="query-params",
-    help="Any metric name: mrr@k, hits@k, recall@k, precision@k, ndcg@k, map@k, rprec; trec_eval spellings work too.",
-)
+# one compact row, then the tie figure: nothing tall before it (issue 11)
+c1, c2, c3, c4 = st.columns([2, 2, 1.4, 2.6], vertical_alignment="bottom")
+with c4.popover("Metrics to evaluate", icon=":material/tune:", width="stretch"):
+    chosen = st.multiselect(
+        "Metrics", PRESETS, default=["mrr@10", "hits@3", "ndcg@10", "map"], key=state.METRICS, bind="query-params"
+    )
+    extra = st.text_input(
+        "More metrics",
+        key=state.EXTRA_METRICS,
+        placeholder="e.g. ndcg@5, tmhits@20, P_5",
+        bind="query-params",
+        help="Any metric name: mrr@k, hits@k, recall@k, precision@k, ndcg@k, map@k, rprec; trec_eval spellings "
+        "work too.",
+    )
 rel_level = int(
     c3.number_input(
         "Relevant if grade ≥", min_value=-5, max_value=10, value=1, step=1, key=state.REL_LEVEL, bind="query-params"
     )
 )
-test = c4.selectbox(
-    "Significance test",
-    ["randomisation", "t-test"],
-    key=state.SIG_TEST,
-    bind="query-params",
-    help="Paired, two-sided, on per-query tie-aware values against the baseline run.",
-)
-
-try:
-    metrics = tuple(parse_metrics(list(chosen) + [m for m in extra.split(",") if m.strip()]))
-except RankLensError as exc:
-    ui.show_error(exc)
-    st.stop()
-names = [m.name for m in metrics]
-run_names = [r.name for r in runs]
-o1, o2, o3, o4 = st.columns([2, 2, 2, 2])
-baseline = o1.selectbox("Baseline for significance", run_names, key="baseline")
-trad = o2.selectbox(
+trad = c2.selectbox(
     "Traditional order",
     TRADITIONAL_ORDERS,
     format_func=reports.ORDER_CHOICES.__getitem__,
     key=state.TRAD_ORDER,
     bind="query-params",
     help=reports.ORDER_HELP,
+)
+parsed, bad_names = split_metrics([*chosen, *(m for m in extra.split(",") if m.strip())])
+metrics = tuple(parsed)
+names = [m.name for m in metrics]
+figure_metric = c1.selectbox(
+    "Figure metric", names, key="tie_metric", help="The metric of the figure below and of the summary's first view."
+)
+if bad_names is not None:  # every bad name at once; the page goes on with the others
+    ui.show_error(bad_names, escape=True)
+if not metrics:
+    st.info("Choose at least one metric (Metrics to evaluate, above).")
+    st.stop()
+policies = tuple(reports.policies_for(trad))
+
+with st.spinner("Evaluating…"):
+    evaluations = cache.policy_evaluations(runs, qrels, metrics, policies, rel_level=rel_level)
+    table = policy_table(evaluations, metrics)
+    expected = reports.named(evaluations["expected"], metrics)
+
+flips = reports.order_flips(table, figure_metric, trad)
+st.plotly_chart(
+    tie_range_figure(
+        table, figure_metric, trad, flagged=reports.flipped_runs(flips), order_label=reports.ORDER_CHOICES[trad]
+    ),
+    key="tie_range",
+    width="stretch",
+)
+st.markdown(ui.escape_markdown(reports.tie_story(table, figure_metric, trad)))
+st.caption(
+    f"{reports.order_caption(trad)} Tie-aware values are the exact mean over every ordering of tied documents "
+    "(MTRR / TMHits@K and their nDCG, MAP, P, R counterparts); the range runs from relevant-last (pessimistic, "
+    "low) to relevant-first (optimistic, high)."
+)
+for line in query_overlap(runs, qrels).warnings():
+    st.warning(ui.escape_markdown(line), icon=":material/warning:")
+coverage = [note for run in runs for note in coverage_warnings(run, qrels)]
+if coverage:
+    with st.expander(f"⚠️ {len(coverage)} coverage warning(s): runs and qrels do not cover the same queries"):
+        st.markdown("\n".join(f"- {ui.escape_markdown(note)}" for note in coverage))
+
+o1, o2, o3, o4 = st.columns([2, 2, 2, 2])
+test = o1.selectbox(
+    "Significance test",
+    TESTS,
+    key=state.SIG_TEST,
+    bind="query-params",
+    help="Paired, two-sided, on per-query tie-aware values, every pair of runs.",
+)
+correction = o2.selectbox(
+    "Correction",
+    CORRECTIONS,
+    index=CORRECTIONS.index("holm"),
+    key="sig_correction",
+    help="For multiple comparisons, per metric over its pairs of runs (Holm: step-down, controls the "
+    "family-wise error).",
 )
 ws = ui.workspace()
 chunk_map_name = o3.selectbox(
@@ -107,32 +173,49 @@ collapse = o4.selectbox(
     disabled=chunk_map_name == NO_CHUNK_MAP,
     help="; ".join(f"{c}: {label}" for c, label in COLLAPSE_LABELS.items()),
 )
-caption.caption(
-    f"{reports.order_caption(trad)} Tie-aware values are the exact mean over every ordering of tied documents "
-    "(MTRR / TMHits@K and their nDCG, MAP, P, R counterparts); the range runs from relevant-last (pessimistic) "
-    "to relevant-first (optimistic)."
-)
-policies = tuple(reports.policies_for(trad))
-
-coverage = [note for run in runs for note in coverage_warnings(run, qrels)]
-if coverage:
-    with st.expander(f"⚠️ {len(coverage)} coverage warning(s): runs and qrels do not cover the same queries"):
-        st.markdown("\n".join(f"- {note}" for note in coverage))
-
-with st.spinner("Evaluating…"):
-    evaluations = cache.policy_evaluations(runs, qrels, metrics, policies, rel_level=rel_level)
-    table = policy_table(evaluations, metrics)
-    expected = reports.named(evaluations["expected"], metrics)
-    sig = cache.significance(runs, qrels, metrics, rel_level, baseline, test)
+sig = cache.pairwise(runs, qrels, metrics, rel_level, test, correction) if len(runs) > 1 else None
 
 st.subheader("Summary")
-st.table(reports.add_bands(reports.summary_table(table, run_names, names, sig, trad), table, names, trad))
-st.caption(
-    f"{reports.order_caption(trad)} Tie-aware cells: expected value [pessimistic, "
-    f"optimistic]. † p < 0.05, ‡ p < 0.01 against **{baseline}** ({test}, paired, on tie-aware per-query values). "
-    f"Mean over {qrels.n_queries} qrels queries; a query without results scores 0. Bands: the hybrid-RAG "
-    "report's interpretation of MRR and Recall@10 (of the tie-aware value)."
+rows_choice = st.segmented_control(
+    "Rows",
+    [ONE_METRIC, ALL_METRICS],
+    default=ONE_METRIC,
+    key="summary_rows",
+    format_func=lambda v: figure_metric if v == ONE_METRIC else v,
+    help="One metric (the figure's) or every metric, one row per run and metric; click a header to sort.",
 )
+shown = [figure_metric] if rows_choice != ALL_METRICS else names
+summary = reports.with_significance(reports.summary_long(table, run_names, shown, trad), sig)
+show_summary(summary, "dl-summary")
+st.caption(
+    f"{reports.order_caption(trad)} Δ = tie-aware − traditional. Mean over {qrels.n_queries:,} qrels queries; "
+    "a query without results scores 0. "
+    + (
+        f"Better than: the letters (#) of the runs a tie-aware value is significantly better than ({sig.describe()})."
+        if sig is not None
+        else "Significance needs two or more runs."
+    )
+    + " Bands: the hybrid-RAG report's interpretation of MRR and Recall@10 (of the tie-aware value)."
+)
+d1, d2, d3 = st.columns(3)
+with d1:
+    ui.download_csv(reports.summary_long(table, run_names, names, trad), "ranklens-summary.csv", key="dl-summary-csv")
+with d2:
+    ui.download_text(
+        lambda: export.metrics_markdown(table, run_names, names, traditional=trad, significance=sig),
+        "ranklens-metrics.md",
+        "Download Markdown (ranx style)",
+        key="dl-summary-md",
+        mime="text/markdown",
+    )
+with d3:
+    ui.download_text(
+        lambda: export.metrics_latex(table, run_names, names, traditional=trad, significance=sig),
+        "ranklens-metrics.tex",
+        "Download LaTeX (booktabs)",
+        key="dl-summary-tex",
+        mime="text/x-tex",
+    )
 
 
 def chunk_section(name: str) -> None:
@@ -156,8 +239,7 @@ def chunk_section(name: str) -> None:
     if not done:
         return
     chunk_table = policy_table(done, metrics)
-    chunk_summary = reports.summary_table(chunk_table, run_names, names, None, trad)
-    st.table(reports.add_bands(chunk_summary, chunk_table, names, trad))
+    show_summary(reports.summary_long(chunk_table, run_names, names, trad), "chunk-summary")
     st.caption(
         f"Each run ranks chunks; the qrels judge documents. Collapse **{collapse}**: {COLLAPSE_LABELS[collapse]}. "
         f"Ties are among chunks; {reports.REFUSED} marks a value the core refused rather than approximate. "
@@ -251,17 +333,23 @@ def show_query() -> None:
 
 
 def show_significance() -> None:
+    if sig is None:
+        st.info(ui.escape_markdown(reports.one_run_significance(run_names[0])), icon=":material/info:")
+        return
+    st.markdown("**Every pair of runs**, ranx style: each tie-aware value carries the letters of the runs it beats.")
+    st.dataframe(reports.ranx_table(table, sig), hide_index=True, width="stretch", placeholder="—")
+    st.caption(f"{sig.describe()}; on per-query tie-aware values.")
+    pairs = reports.pairs_table(sig)
+    p_format = st.column_config.NumberColumn(format="%.4g")
     config = {
-        "mean_a": FOUR_DECIMALS,
-        "mean_b": FOUR_DECIMALS,
-        "delta": st.column_config.NumberColumn(format="%+.4f"),
-        "p_value": st.column_config.NumberColumn(format="%.4g"),
+        "mean a": FOUR_DECIMALS,
+        "mean b": FOUR_DECIMALS,
+        "Δ (b − a)": FOUR_DECIMALS,
+        "p": p_format,
+        pairs.columns[7]: p_format,
     }
-    st.dataframe(sig, hide_index=True, width="stretch", column_config=config, placeholder="—")
-    st.caption("All pairs (paired t-test on tie-aware values):")
-    all_pairs = cache.significance(runs, qrels, metrics, rel_level, None, "t-test")
-    st.dataframe(all_pairs, hide_index=True, width="stretch", placeholder="—")
-    ui.download_csv(sig, "ranklens-significance.csv", key="dl-sig")
+    st.dataframe(reports.rounded(pairs, 12), hide_index=True, width="stretch", column_config=config, placeholder="—")
+    ui.download_csv(sig.table, "ranklens-significance.csv", key="dl-sig")
 
 
 # Tabs render lazily (only the open one runs); the open tab is kept in the URL.

@@ -157,7 +157,7 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, tradition
             go.Bar(
                 x=labels,
                 y=sub["expected"],
-                name="tie-aware (expected) with tie range",
+                name="tie-aware, with the tie range",
                 marker_color=TIE_AWARE_COLOR,
                 legendgroup="expected",
                 showlegend=i == 0,

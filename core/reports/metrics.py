@@ -22,6 +22,7 @@ import pandas as pd
 from core.bands import band, band_scale
 from core.data import Qrels, Run
 from core.metrics import Evaluation, Metric, check_traditional, evaluate
+from core.stats import PairwiseTests
 from core.tiereport import METHOD_EXACT, TieReport, display_name
 from core.ties import NOTEBOOK_MAX_ORDERINGS, ORDER_LABELS, TieStats, format_orderings, query_frame
 
@@ -299,6 +300,71 @@ def rounded(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
         if pd.api.types.is_float_dtype(out[name]):
             out[name] = out[name].round(digits) + 0.0  # -0.0 + 0.0 == +0.0
     return out
+
+
+def with_significance(summary: pd.DataFrame, tests: PairwiseTests | None) -> pd.DataFrame:
+    """``summary`` (`summary_long`) with ``#`` (each run's letter, `core.stats.run_letter` in
+    the tests' run order) first and ``better than`` (the letters of the runs its tie-aware
+    value is significantly better than on that metric, `PairwiseTests.superscripts`) after
+    ``Δ``; unchanged when ``tests`` is None (fewer than two runs)."""
+    if tests is None:
+        return summary
+    letters = tests.letters()
+    marks = tests.superscripts()
+    out = summary.copy()
+    out.insert(0, "#", [letters.get(r, "") for r in out["run"]])
+    out.insert(
+        out.columns.get_loc("Δ") + 1,
+        "better than",
+        [marks.get((r, m), "") for r, m in zip(out["run"], out["metric"], strict=True)],
+    )
+    return out
+
+
+_SUPERSCRIPTS = str.maketrans("abcdefghijklmnoprstuvwxyz,", "ᵃᵇᶜᵈᵉᶠᵍʰⁱʲᵏˡᵐⁿᵒᵖʳˢᵗᵘᵛʷˣʸᶻ˒")
+
+
+def superscript(letters: str) -> str:
+    """``letters`` (run letters, `PairwiseTests.superscripts`) as Unicode superscripts, as
+    ranx prints them (``q``, which has none, stays as it is)."""
+    return letters.translate(_SUPERSCRIPTS)
+
+
+def ranx_table(table: pd.DataFrame, tests: PairwiseTests, digits: int = 4) -> pd.DataFrame:
+    """ranx's comparison table: one row per run (``#`` its letter, ``run``), per metric the
+    tie-aware value (``expected`` of ``table``, a `core.metrics.policy_table`) followed by the
+    superscript letters of the runs it is significantly better than (`superscript`)."""
+    letters = tests.letters()
+    marks = tests.superscripts()
+    means = table.set_index(["run", "metric"])["expected"]
+    out = pd.DataFrame({"#": [letters[r] for r in tests.runs], "run": list(tests.runs)})
+    for metric in tests.metrics:
+        out[metric] = [
+            f"{means.get((r, metric), np.nan) + 0.0:.{digits}f}{superscript(marks.get((r, metric), ''))}"
+            for r in tests.runs
+        ]
+    return out
+
+
+def pairs_table(tests: PairwiseTests) -> pd.DataFrame:
+    """`PairwiseTests.table` for display: every pair with both means, ``Δ (b − a)``, the raw
+    and adjusted p-values, whether it is significant and the better run."""
+    return tests.table.rename(
+        columns={
+            "run_a": "run a",
+            "run_b": "run b",
+            "mean_a": "mean a",
+            "mean_b": "mean b",
+            "delta": "Δ (b − a)",
+            "p_value": "p",
+            "p_adjusted": f"p ({tests.correction})" if tests.correction != "none" else "p (uncorrected)",
+        }
+    )
+
+
+def one_run_significance(run: str) -> str:
+    """The sentence the Significance view shows with a single run selected."""
+    return f"Significance compares runs: only {run} is selected. Select two or more runs in the sidebar."
 
 
 def tie_table(stats: Mapping[str, TieStats]) -> pd.DataFrame:

@@ -39,7 +39,7 @@ from core.metrics import Evaluation, Metric, plain_metrics
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
 from core.rerank.candidates import CandidateSet
-from core.stats import compare_runs
+from core.stats import PairwiseTests, all_pairs, compare_runs
 from core.tiereport import TieReport, tie_report_of
 
 K = TypeVar("K")
@@ -161,6 +161,24 @@ def significance(
     )
     names = [m.name for m in metrics]
     return compare_runs(expected.per_query, names, baseline=baseline, test=test, n_permutations=n_permutations, seed=0)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def pairwise(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metrics: tuple[Metric, ...],
+    rel_level: int,
+    test: str,
+    correction: str,
+    n_permutations: int = 5000,
+) -> PairwiseTests:
+    """`core.stats.all_pairs` on the tie-aware (``expected``) per-query values, seed 0, α 0.05."""
+    expected = metric_reports.named(
+        policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
+    )
+    names = [m.name for m in metrics]
+    return all_pairs(expected.per_query, names, test=test, correction=correction, n_permutations=n_permutations)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False, hash_funcs=DATASETS)

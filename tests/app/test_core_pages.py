@@ -4,9 +4,25 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+import pandas as pd
 from streamlit.testing.v1 import AppTest
 
 from tests.app.conftest import APP, chart_titles, open_page
+
+
+def summary_of(app: AppTest, i: int = 0):
+    """The Metrics summary (numeric, one row per run and metric) in its "all metrics" view as a
+    wide frame: index run, columns ``(metric, column)``; ``i``: 0 the documents', 1 the chunk
+    map's."""
+    if app.segmented_control(key="summary_rows").value != "all metrics":
+        app.segmented_control(key="summary_rows").set_value("all metrics").run()
+        assert not app.exception, [e.value for e in app.exception]
+    long = app.dataframe[i].value
+    wide = long.drop(columns=[c for c in ("#",) if c in long.columns]).set_index(["run", "metric"]).unstack("metric")
+    wide.columns = wide.columns.swaplevel()
+    return wide.loc[list(dict.fromkeys(long["run"]))]
+
 
 RUN = (
     b"q100 Q0 d000-01 1 3.0 myrun\nq100 Q0 d000-02 2 3.0 myrun\nq100 Q0 d000-03 3 2.0 myrun\n"
@@ -30,26 +46,26 @@ def test_sidebar_selects_demo_datasets(app):
 
 def test_metrics_page_demo(app):
     open_page(app, "metrics")
-    summary = app.table[0].value
+    summary = summary_of(app)
     assert list(summary.index) == [
         "bm25 (float scores)",
         "cross-encoder (0.1 steps)",
         "llm-pointwise (0-10)",
         "llm-grader (0-3)",
     ]
-    assert "mrr@10 tie-aware" in summary.columns
+    assert ("mrr@10", "tie-aware") in summary.columns
     charts = app.get("plotly_chart")
     assert charts, "expected plotly charts"
-    spec = json.loads(charts[0].proto.spec)
+    spec = json.loads(charts[1].proto.spec)  # charts[0] is the tie figure, then the open tab's bars
     names = {t.get("name") for t in spec["data"]}
-    assert "traditional (trec order)" in names and "tie-aware (expected) with tie range" in names
+    assert "traditional (trec order)" in names and "tie-aware, with the tie range" in names
 
 
 def test_metrics_page_extra_metric_and_bad_metric(app):
     open_page(app, "metrics")
     app.text_input(key="extra_metrics").set_value("tmhits@2, P_5").run()
     assert not app.exception
-    assert "tmhits@2 tie-aware" in app.table[0].value.columns
+    assert ("tmhits@2", "tie-aware") in summary_of(app).columns
     app.text_input(key="extra_metrics").set_value("nonsense@3").run()
     assert any("unknown metric" in e.value for e in app.error)
 
@@ -62,14 +78,14 @@ def test_upload_run_and_qrels_then_metrics(app):
     assert app.session_state["sel_qrels"] == "small"
     assert "myrun" in app.session_state["sel_runs"]
     open_page(app, "metrics")
-    summary = app.table[0].value
+    summary = summary_of(app)
     assert "myrun" in summary.index
     # q100: tie of d000-01 (non-relevant) and d000-02 (relevant) at rank 1-2 -> expected RR 0.75;
     # q101: tie of d001-05 and d001-07 (relevant) -> 0.75; q102 missing -> 0. Mean = 0.5.
-    cell = summary.loc["myrun", "mrr@10 tie-aware"]
-    assert cell.startswith("0.5000")
+    cell = summary.loc["myrun", ("mrr@10", "tie-aware")]
+    assert f"{cell:.4f}" == "0.5000"
     # trec order: docid descending inside ties -> relevant first in both queries: (1 + 1 + 0) / 3
-    assert summary.loc["myrun", "mrr@10 (trad.)"] == "0.6667"
+    assert f"{summary.loc['myrun', ('mrr@10', 'traditional')]:.4f}" == "0.6667"
     assert any("coverage warning" in e.label for e in app.expander)
     assert any("no results and score 0" in m.value for m in app.markdown)
 
@@ -101,7 +117,7 @@ def test_rename_and_remove_dataset(app):
 
 def test_metrics_tabs_render_lazily(app):
     open_page(app, "metrics")
-    assert len(app.get("plotly_chart")) == 1  # only the open tab ran
+    assert len(app.get("plotly_chart")) == 2  # the tie figure, then only the open tab ran
     for view, expect_chart in [
         ("Where ties bite", True),
         ("Tie groups", True),
@@ -111,8 +127,9 @@ def test_metrics_tabs_render_lazily(app):
         app.session_state["view"] = view
         app.run()
         assert not app.exception, (view, app.exception)
-        spec = json.loads(app.get("plotly_chart")[0].proto.spec) if expect_chart else None
+        spec = json.loads(app.get("plotly_chart")[1].proto.spec) if expect_chart else None
         assert (spec is not None) == expect_chart
+        assert json.loads(app.get("plotly_chart")[0].proto.spec)["layout"]["title"]["text"].startswith("mrr@10:")
 
 
 def test_metrics_drilldown(app):
@@ -121,7 +138,9 @@ def test_metrics_drilldown(app):
     app.run()
     app.selectbox(key="drill_run").set_value("llm-grader (0-3)").run()
     assert not app.exception
-    values = app.dataframe[1].value  # traditional / tie-aware / range values for the query
+    values = app.dataframe[
+        2
+    ].value  # traditional / tie-aware / range values for the query (after the summary and detail)
     assert {"traditional", "tie-aware", "pessimistic", "optimistic"} <= set(values.index)
 
 
@@ -167,16 +186,16 @@ def test_traditional_order_choice_changes_traditional_values_and_is_in_the_url(a
     _upload(app, ("tied.trec", TIED_RUN), ("one.qrels", TIED_QRELS))
     open_page(app, "metrics")
     assert app.selectbox(key="trad").value == "trec"  # the default: trec_eval
-    summary = app.table[0].value
-    assert summary.loc["tied", "mrr@10 (trad.)"] == "0.5000"
-    assert summary.loc["tied", "mrr@10 tie-aware"].startswith("0.7500")
+    summary = summary_of(app)
+    assert summary.loc["tied", ("mrr@10", "traditional")] == 0.5
+    assert summary.loc["tied", ("mrr@10", "tie-aware")] == 0.75
     assert any("trec_eval order (score, then docid descending)" in c.value for c in app.caption)
-    for order, value in (("input", "1.0000"), ("given", "0.5000"), ("trec", "0.5000"), ("input", "1.0000")):
+    for order, value in (("input", 1.0), ("given", 0.5), ("trec", 0.5), ("input", 1.0)):
         app.selectbox(key="trad").set_value(order).run()
         assert not app.exception, [e.value for e in app.exception]
-        summary = app.table[0].value
-        assert summary.loc["tied", "mrr@10 (trad.)"] == value, order
-        assert summary.loc["tied", "mrr@10 tie-aware"].startswith("0.7500")  # tie-aware: unchanged
+        summary = summary_of(app)
+        assert summary.loc["tied", ("mrr@10", "traditional")] == value, order
+        assert summary.loc["tied", ("mrr@10", "tie-aware")] == 0.75  # tie-aware: unchanged
         if order == "input":
             assert app.query_params["trad"] == "input order"  # kept in the URL (AppTest records the first change)
     captions = [c.value for c in app.caption]
@@ -184,15 +203,17 @@ def test_traditional_order_choice_changes_traditional_values_and_is_in_the_url(a
     # every view naming "traditional" uses the chosen order
     app.session_state["view"] = "Traditional vs tie-aware"
     app.run()
-    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    spec = json.loads(app.get("plotly_chart")[1].proto.spec)
     bars = {t["name"]: t["y"] for t in spec["data"]}
     assert "traditional (input order)" in bars
+    tie_figure = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert tie_figure["data"][2]["name"] == "traditional (input order)" and tie_figure["data"][2]["x"] == [1.0]
     app.session_state["view"] = "Per-query drill-down"
     app.run()
     assert not app.exception
-    values = app.dataframe[1].value
+    values = app.dataframe[2].value
     assert values.loc["traditional", "mrr@10"] == 1.0 and values.loc["tie-aware", "mrr@10"] == 0.75
-    assert app.dataframe[2].value["docid"].tolist() == ["a", "b"]  # the list in input order
+    assert app.dataframe[3].value["docid"].tolist() == ["a", "b"]  # the list in input order
 
 
 def test_traditional_order_read_from_the_url():
@@ -223,12 +244,12 @@ def test_tie_report_and_gap_plots_render(app):
     app.session_state["view"] = "Tie report"
     app.run()
     assert not app.exception, [e.value for e in app.exception]
-    report = app.dataframe[1].value  # after the detailed table
+    report = app.dataframe[2].value  # after the summary and the detailed table
     row = report[(report["run"] == "tied") & (report["metric"] == "MRR@10")].iloc[0]
     assert row["tie-aware metric"] == "MTRR@10"
     assert (row["traditional mean"], row["tie-aware mean"], row["max |gap|"]) == (1.0, 0.75, 0.25)
     assert row["queries with ties"] == 1.0
-    facts = app.dataframe[2].value.set_index("run").loc["tied"]
+    facts = app.dataframe[3].value.set_index("run").loc["tied"]
     assert (facts["tie groups"], facts["largest tie group"], facts["most orderings of a query"]) == (1, 2, "2")
     assert facts["method"] == "exact (closed form)"
     assert any("Use tied metrics for fair comparison" in w.value for w in app.warning)  # 100% of queries tied
@@ -253,22 +274,24 @@ def test_chunk_map_on_metrics_both_collapses_give_the_seed_example(app):
     assert (metrics["Chunks"], metrics["Documents"]) == ("11", "2")  # the Data page shows the map
     open_page(app, "metrics")
     app.text_input(key="extra_metrics").set_value("recall@10").run()
-    assert len(app.table) == 1  # no chunk map chosen: the documents' summary only
+    documents = summary_of(app)
+    assert len(app.dataframe) == 2  # no chunk map chosen: the documents' summary (and the detail table) only
     assert app.selectbox(key="chunk_collapse").value == "cut-then-dedup"  # the seed's, the default
     app.selectbox(key="chunk_map").set_value("chunks").run()
     assert not app.exception and not app.error
-    chunked = app.table[1].value
-    assert chunked.loc["rag", "recall@10 (trad.)"] == "0.5000"  # the seed's Recall@10
-    assert chunked.loc["rag", "recall@10 tie-aware"].startswith("0.5000")
-    assert chunked.loc["rag", "recall@10 band"] == "Moderate"
-    assert chunked.loc["rag", "mrr@10 band"] == "Excellent"
+    chunked = summary_of(app, 1)
+    assert chunked.loc["rag", ("recall@10", "traditional")] == 0.5  # the seed's Recall@10
+    assert chunked.loc["rag", ("recall@10", "tie-aware")] == 0.5
+    assert chunked.loc["rag", ("recall@10", "band")] == "Moderate"
+    assert chunked.loc["rag", ("mrr@10", "band")] == "Excellent"
     app.selectbox(key="chunk_collapse").set_value("dedup-then-cut").run()
     assert not app.exception and not app.error
-    chunked = app.table[1].value
-    assert chunked.loc["rag", "recall@10 (trad.)"] == "1.0000"  # RankLens's former reading
-    assert chunked.loc["rag", "recall@10 band"] == "Excellent"
-    # the documents' summary is unchanged by the map and carries bands too
-    assert "recall@10 band" in app.table[0].value.columns and "map band" not in app.table[0].value.columns
+    chunked = summary_of(app, 1)
+    assert chunked.loc["rag", ("recall@10", "traditional")] == 1.0  # RankLens's former reading
+    assert chunked.loc["rag", ("recall@10", "band")] == "Excellent"
+    # the documents' summary is unchanged by the map and carries bands too (only MRR and Recall@10 have them)
+    pd.testing.assert_frame_equal(summary_of(app), documents)
+    assert documents.loc["rag", ("recall@10", "band")] and documents.loc["rag", ("map", "band")] == ""
 
 
 def test_chunk_map_refused_combination_shows_the_core_message(app):
@@ -282,10 +305,10 @@ def test_chunk_map_refused_combination_shows_the_core_message(app):
     errors = [e.value for e in app.error]
     assert len(errors) == 1 and "tie-aware (expected), dedup-then-cut" in errors[0]
     assert "is not exact for run 'tie'" in errors[0] and r"'url\_A' grade 2" in errors[0]  # escaped
-    chunked = app.table[1].value  # the other policies still shown, the refused one marked
-    assert chunked.loc["tie", "mrr@10 tie-aware"].startswith("— [")
-    assert chunked.loc["tie", "mrr@10 (trad.)"] == "1.0000"
-    assert app.table[0].value.loc["tie", "mrr@10 (trad.)"]  # the rest of the page works
+    chunked = summary_of(app, 1)  # the other policies still shown, the refused one empty (shown as —)
+    assert np.isnan(chunked.loc["tie", ("mrr@10", "tie-aware")]) and chunked.loc["tie", ("mrr@10", "low")] >= 0
+    assert chunked.loc["tie", ("mrr@10", "traditional")] == 1.0
+    assert summary_of(app).loc["tie", ("mrr@10", "traditional")] >= 0  # the rest of the page works
 
 
 def test_data_page_answers_show_set_f1_and_bands(app):

@@ -46,11 +46,12 @@ def test_home_opens_with_the_tie_figure(app):
     assert "dataframe" not in types[:first_chart] and "table" not in types
     spec = figure(app)
     assert spec["layout"]["title"]["text"] == "mrr@10: the range ties allow, per run"
-    assert [t["name"] for t in spec["data"]] == [
+    assert [t["name"] for t in spec["data"]][:3] == [
         "range ties allow [pessimistic, optimistic]",
         "tie-aware",
         "traditional (trec_eval)",
     ]
+    assert [t["name"] for t in spec["data"]][3:] in ([], ["⇅ order differs: traditional vs tie-aware"])
     assert spec["layout"]["height"] <= 420  # room above the fold for the title and controls
     # the sentence under it, computed from the data
     assert any(m.value.startswith("On mrr@10, ") for m in app.markdown)
@@ -75,3 +76,82 @@ def test_home_flags_runs_whose_order_flips_and_says_so(app):
     assert "A is ahead of B traditionally (1.0000 vs 0.5000) but behind it tie-aware (0.6111 vs 0.7500)" in story
     app.selectbox(key="home_metric").set_value("ndcg@10").run()
     assert not app.exception and figure(app)["layout"]["title"]["text"].startswith("ndcg@10")
+
+
+def test_metrics_opens_with_the_tie_figure_and_a_numeric_summary(app):
+    open_page(app, "metrics")
+    types = main_types(app)
+    first_chart = types.index("plotly_chart")
+    # the title, then one compact row (figure metric, order, grade, the metrics popover)
+    assert set(types[:first_chart]) <= {"title", "selectbox", "number_input", "multiselect", "text_input"}
+    assert figure(app)["layout"]["title"]["text"] == "mrr@10: the range ties allow, per run"
+    summary = app.dataframe[0].value
+    assert list(summary.columns) == [
+        "#",
+        "run",
+        "metric",
+        "traditional",
+        "tie-aware",
+        "low",
+        "high",
+        "Δ",
+        "better than",
+        "band",
+    ]
+    assert summary["metric"].unique().tolist() == ["mrr@10"]  # the figure's metric by default
+    for column in ("traditional", "tie-aware", "low", "high", "Δ"):
+        assert str(summary[column].dtype) == "float64"
+    assert (summary["low"] <= summary["tie-aware"]).all() and (summary["tie-aware"] <= summary["high"]).all()
+    app.selectbox(key="tie_metric").set_value("ndcg@10").run()
+    assert figure(app)["layout"]["title"]["text"].startswith("ndcg@10")
+    assert app.dataframe[0].value["metric"].unique().tolist() == ["ndcg@10"]
+    # eight metrics: one long table, the same seven number/text columns (fits 1440 px)
+    app.multiselect(key="metrics").set_value(
+        ["mrr@10", "hits@1", "hits@3", "ndcg@10", "map", "recall@100", "precision@10", "rprec"]
+    ).run()
+    app.segmented_control(key="summary_rows").set_value("all metrics").run()
+    assert not app.exception, [e.value for e in app.exception]
+    long = app.dataframe[0].value
+    assert len(long) == len(app.session_state["sel_runs"]) * 8 and len(long.columns) == 10
+    assert all(f"{v:.4f}" != "-0.0000" for v in long["Δ"])
+
+
+def test_metrics_unknown_names_all_reported_and_the_page_goes_on(app):
+    open_page(app, "metrics")
+    app.text_input(key="extra_metrics").set_value("nonsense@3, ndcg@5, bogus").run()
+    assert not app.exception, [e.value for e in app.exception]
+    errors = [e.value for e in app.error]
+    assert len(errors) == 1 and "nonsense" in errors[0] and "bogus" in errors[0]
+    app.segmented_control(key="summary_rows").set_value("all metrics").run()
+    assert "ndcg@5" in set(app.dataframe[0].value["metric"])  # the valid extra metric is evaluated
+    assert app.get("plotly_chart")  # and the figure is there
+
+
+def test_significance_one_run_is_one_sentence(app):
+    upload(app, [("a.run", RUN_A)], ("flip.qrels", QRELS))
+    open_page(app, "metrics")
+    assert app.session_state["sel_runs"] == ["A"]
+    app.session_state["view"] = "Significance"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("only A is selected" in i.value for i in app.info)
+    assert len(app.dataframe) == 2  # the summary and the detailed table: no empty significance tables
+    assert "#" not in app.dataframe[0].value.columns
+
+
+def test_significance_all_pairs_ranx_style_with_holm(app):
+    open_page(app, "metrics")
+    assert app.selectbox(key="sig_correction").value == "holm"
+    app.session_state["view"] = "Significance"
+    app.run()
+    assert not app.exception, [e.value for e in app.exception]
+    n = len(app.session_state["sel_runs"])
+    ranx = app.dataframe[-2].value
+    assert ranx["#"].tolist() == list("abcdefgh"[:n])
+    assert list(ranx.columns) == ["#", "run", "mrr@10", "hits@3", "ndcg@10", "map"]
+    pairs = app.dataframe[-1].value
+    assert len(pairs) == n * (n - 1) // 2 * 4  # every pair of runs, per metric
+    assert "p (holm)" in pairs.columns
+    assert any("Holm correction" in c.value for c in app.caption)
+    app.selectbox(key="sig_correction").set_value("none").run()
+    assert "p (uncorrected)" in app.dataframe[-1].value.columns
