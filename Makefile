@@ -16,12 +16,19 @@ $(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $@
 
+# Optional Ray engine (python -m core evaluate/fuse --engine ray): installed for the tests, so CI runs the Ray path.
+$(VENV)/.ray: requirements-ray.txt $(VENV)/.runtime
+	$(PY) -m pip install --quiet -r requirements-ray.txt
+	touch $@
+
 # Same as `streamlit run app.py`, minus Streamlit's first-request deep-link notice (see pages/common/serve.py).
+# WORKSPACE=path opens that workspace file in every new session (links may name files beside it).
+WORKSPACE ?=
 run: $(VENV)/.runtime
-	$(PY) -m pages.common.serve --server.port $(PORT)
+	$(PY) -m pages.common.serve --server.port $(PORT) $(if $(WORKSPACE),--workspace "$(WORKSPACE)")
 
 # Unit, property and AppTest suites in parallel, then the browser tests on their own.
-test: $(VENV)/.dev
+test: $(VENV)/.dev $(VENV)/.ray
 	$(PY) -m pytest -n 2 -m "not e2e" -q tests
 	$(PY) -m pytest -m e2e -q tests/e2e
 

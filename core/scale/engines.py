@@ -86,20 +86,8 @@ class RayExecutor(Executor):
         ray = import_ray()
         self.ray = ray
         self.started = False
-        root = str(Path(__file__).resolve().parents[2])
         if not ray.is_initialized():
-            if address is None:
-                env = {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
-                ray.init(
-                    num_cpus=num_cpus,
-                    include_dashboard=False,
-                    log_to_driver=False,
-                    runtime_env={"env_vars": env},
-                )
-            else:
-                import core
-
-                ray.init(address=address, runtime_env={"py_modules": [str(Path(core.__file__).parent)]})
+            start_ray(address, num_cpus)
             self.started = True
         self.width = max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._remote: dict[Callable[..., Any], Any] = {}
@@ -134,6 +122,21 @@ class RayExecutor(Executor):
         if self.started:
             self.ray.shutdown()
             self.started = False
+
+
+def start_ray(address: str | None = None, num_cpus: int | None = None) -> None:
+    """Start a local Ray cluster (``address`` None; its workers import RankLens from this
+    checkout through ``PYTHONPATH``) or join the one at ``address`` (RankLens shipped to its
+    nodes as a ``py_modules`` runtime environment)."""
+    ray = import_ray()
+    if address is None:
+        root = str(Path(__file__).resolve().parents[2])
+        env = {"PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH", "")) if p)}
+        ray.init(num_cpus=num_cpus, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env})
+    else:
+        import core
+
+        ray.init(address=address, runtime_env={"py_modules": [str(Path(core.__file__).parent)]})
 
 
 def import_ray() -> Any:
