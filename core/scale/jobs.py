@@ -61,7 +61,8 @@ def evaluate_files(
     runner = executor(engine, address)
     try:
         with temporary_shards() as root:
-            shards = partition(paths, root, progress=report, **_sizes(shard_rows, chunk_bytes))
+            rows, size = _sizes(shard_rows, chunk_bytes)
+            shards = partition(paths, root, progress=report, shard_rows=rows, chunk_bytes=size)
             if len(set(shards.names)) != len(shards.names):  # pragma: no cover - names are made unique
                 raise AssertionError("run names must be unique")
             meta = _meta(shards, "error")
@@ -107,12 +108,11 @@ def evaluate_files(
     return Evaluation(list(shards.names), qids, values, means, parsed, ties, rel_level, notes)
 
 
-def _sizes(shard_rows: int | None, chunk_bytes: int | None) -> dict[str, int]:
-    """Shard and chunk sizes (tests use tiny ones to get many shards and chunks)."""
-    from core.scale.shards import SHARD_ROWS
-    from core.scale.sources import CHUNK_BYTES
+def _sizes(shard_rows: int | None, chunk_bytes: int | None) -> tuple[int, int]:
+    """Shard rows and chunk bytes (read at call time: tests set tiny ones for many shards)."""
+    from core.scale import shards, sources
 
-    return {"shard_rows": shard_rows or SHARD_ROWS, "chunk_bytes": chunk_bytes or CHUNK_BYTES}
+    return shard_rows or shards.SHARD_ROWS, chunk_bytes or sources.CHUNK_BYTES
 
 
 @dataclass
@@ -147,7 +147,8 @@ def fuse_files(
     runner: Executor = executor(engine, address)
     try:
         with temporary_shards() as root:
-            shards = partition(paths, root, duplicates=duplicates, progress=report, **_sizes(shard_rows, chunk_bytes))
+            rows, size = _sizes(shard_rows, chunk_bytes)
+            shards = partition(paths, root, duplicates=duplicates, progress=report, shard_rows=rows, chunk_bytes=size)
             if check is not None:
                 check(shards)
             meta = _meta(shards, duplicates)
