@@ -2,12 +2,16 @@
 
 One module per idea, each a set of small pure functions (FastChat's rating_systems style):
 
+- `budget`: which path a fit takes (dense up to `DENSE_MODELS` parameters, else sparse) and
+  the memory a leaderboard needs (`estimate_memory`), refused before allocating
+  (`check_memory`, `MemoryLimitError`; limit ``max_memory_gb`` / ``$RANKLENS_BT_MAX_GB``).
 - `counts`: votes -> unique unordered pairs with weighted ``[wins_i, ties, wins_j]`` (`aggregate`).
 - `graph`: connected components of the comparison graph; whether the MLE exists (Ford); which
   ratings the votes identify when it does not (`identify`).
 - `likelihood`: the half-tie / Davidson loss, gradient, Hessian and score outer products,
   batched over bootstrap rounds.
-- `fitting`: batched Newton with line search to ``|grad| <= 1e-9`` (`fit`, `Fit`).
+- `fitting`: batched Newton with line search to ``|grad| <= 1e-9`` (`fit`, `Fit`); above
+  `DENSE_MODELS` parameters sparse Newton-CG (`newton_cg`) on a CSR Hessian.
 - `scale`: Elo-like display scale and anchoring (`to_ratings`, `RatingScale`).
 - `intervals`: sandwich covariance, the batched bootstrap, and rating intervals (`Estimates`).
 - `diagnostics`: `Diagnostic` records and the decisions they state (`plan_fit`, `listing`);
@@ -17,6 +21,14 @@ One module per idea, each a set of small pure functions (FastChat's rating_syste
 """
 
 from core.bt.board import FitSummary, Leaderboard, leaderboard, summarize
+from core.bt.budget import (
+    DENSE_MODELS,
+    MemoryEstimate,
+    MemoryLimitError,
+    check_memory,
+    estimate_memory,
+    memory_limit_gb,
+)
 from core.bt.counts import Aggregated, aggregate, decay_weights
 from core.bt.diagnostics import (
     AUTO_L2,
@@ -29,7 +41,7 @@ from core.bt.diagnostics import (
     parse_l2,
     plan_fit,
 )
-from core.bt.fitting import TOL, Fit, fit, gauge_projector, null_fit
+from core.bt.fitting import TOL, Fit, fit, gauge_projector, newton_cg, null_fit
 from core.bt.graph import Identification, components, identify, mle_exists, strong_components
 from core.bt.intervals import (
     BootstrapResult,
@@ -47,6 +59,7 @@ from core.bt.tables import RANKED_COLUMNS, TABLE_COLUMNS, LeaderboardRow, matric
 
 __all__ = [
     "AUTO_L2",
+    "DENSE_MODELS",
     "PROVISIONAL_VOTES",
     "RANKED_COLUMNS",
     "TABLE_COLUMNS",
@@ -63,21 +76,27 @@ __all__ = [
     "Leaderboard",
     "LeaderboardRow",
     "Listing",
+    "MemoryEstimate",
+    "MemoryLimitError",
     "RatingScale",
     "aggregate",
     "anchor_shift",
     "bootstrap",
     "bootstrap_estimates",
+    "check_memory",
     "components",
     "decay_weights",
     "estimate",
+    "estimate_memory",
     "fit",
     "gauge_projector",
     "identify",
     "leaderboard",
     "listing",
     "matrices",
+    "memory_limit_gb",
     "mle_exists",
+    "newton_cg",
     "null_fit",
     "parse_l2",
     "plan_fit",

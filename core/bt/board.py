@@ -72,7 +72,8 @@ class Leaderboard:
     ``intervals`` and ``ci`` are the interval method and level asked for; ``estimates``
     holds the ratings and intervals of every fitted model (bootstrap rounds and time
     included), ``samples`` the bootstrap ratings of the listed models (rounds x models, in
-    table order). ``summary``, ``fit`` and ``plan`` describe the fit; they are None, like
+    table order). ``battles``, ``win_rate`` and ``predicted`` are None when the leaderboard
+    was asked for without them (``matrices=False``). ``summary``, ``fit`` and ``plan`` describe the fit; they are None, like
     ``estimates`` and the matrices, when nothing could be rated (see ``diagnostics``). With
     ``l2=0`` and no finite MLE the models outside their component's reference group have
     rating +inf / -inf / NaN and NaN bounds (`not_estimable`).

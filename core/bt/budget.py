@@ -139,9 +139,12 @@ def check_memory(est: MemoryEstimate, max_memory_gb: float | None = None) -> Non
     advice = []
     if any(name == "pairwise matrices" for name, _, _ in est.parts):
         advice.append("skip the pairwise matrices")
-    if est.intervals != "none":
-        advice.append("fewer bootstrap rounds" if est.intervals == "bootstrap" else "no intervals")
-    advice.append(f"or raise the limit ({LIMIT_ENV})")
+    if est.intervals == "bootstrap":
+        advice.append("use fewer bootstrap rounds or no intervals")
+    elif est.intervals == "sandwich":
+        advice.append("use no intervals")
+    advice.append(f"raise the limit ({LIMIT_ENV})")
     raise MemoryLimitError(
-        f"{what} needs about {est.gb:,.1f} GB (largest: {est.largest()}); limit {limit:g} GB. Try {', '.join(advice)}."
+        f"{what} needs about {est.gb:,.1f} GB (largest: {est.largest()}); limit {limit:g} GB. "
+        f"To rate them: {'; '.join(advice)}."
     )

@@ -64,10 +64,14 @@ class Likelihood:
         """Number of parameters: M strengths, plus theta under Davidson."""
         return self.m + (1 if self.ties == "davidson" else 0)
 
+    def diffs(self, x: np.ndarray) -> np.ndarray:
+        """``d = s_i - s_j`` per round and pair (B, Q), as one sparse product ``s @ inc`` (each
+        entry is exactly ``s_i - s_j``; a gather of both ends is several times slower)."""
+        return np.asarray(x[:, : self.m] @ self.inc)
+
     def pair_terms(self, x: np.ndarray, c: np.ndarray, hess: bool) -> PairTerms:
         """Per-pair loss, derivative wrt d (and theta) and, with ``hess``, curvature."""
-        i, j = self.pairs[:, 0], self.pairs[:, 1]
-        d = x[:, i] - x[:, j]
+        d = self.diffs(x)
         if self.ties == "half":
             return _half_terms(d, c, hess)
         return _davidson_terms(d, x[:, self.m][:, None], c, hess)
@@ -147,8 +151,7 @@ class Likelihood:
 
     def meat_terms(self, x: np.ndarray, c2: np.ndarray) -> tuple[np.ndarray, tuple[np.ndarray, np.ndarray] | None]:
         """Per-pair terms of `meat`: ``hdd`` (B, Q) and, under Davidson, ``(hdt, htt)``."""
-        i, j = self.pairs[:, 0], self.pairs[:, 1]
-        d = x[:, i] - x[:, j]
+        d = self.diffs(x)
         if self.ties == "half":
             p = expit(d)
             r = c2[..., 0] * (p - 1.0) ** 2 + c2[..., 1] * (p - 0.5) ** 2 + c2[..., 2] * p**2
@@ -243,11 +246,9 @@ def _davidson_terms(d: np.ndarray, theta: np.ndarray, c: np.ndarray, hess: bool)
 def grad_half(lik: Likelihood, x: np.ndarray, n: np.ndarray, y: np.ndarray) -> np.ndarray:
     """Gradient only, half-tie model, ridge included: ``sum_pairs (n sigma(d) - y)(e_i - e_j)
     + l2 s`` from per-pair totals ``n`` and points ``y`` (B, Q). The hot loop of the
-    bootstrap: gathers, one in-place expit and one sparse product."""
+    bootstrap: two sparse products and one in-place expit."""
     m = lik.m
-    i, j = lik.pairs[:, 0], lik.pairs[:, 1]
-    d = x[:, i]
-    d -= x[:, j]
+    d = lik.diffs(x)
     expit(d, out=d)
     d *= n
     d -= y
