@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from core.rerank.cache import ReplyCache
     from core.rerank.candidates import CandidateSet, QueryCandidates
     from core.rerank.driver import QueryResult, arerank_query, arun_strategy, rerank_query, run_strategy
+    from core.rerank.endpoints import EndpointUsage, usage_by_endpoint
     from core.rerank.errors import (
         DocumentTooLongError,
         InvalidOutputError,
@@ -111,6 +112,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "StrictOutputError",
         )
     },
+    **{n: ("endpoints", n) for n in ("EndpointUsage", "usage_by_endpoint")},
     **{n: ("keys", n) for n in ("SecretSource", "resolve_api_key")},
     "LexicalProvider": ("lexical", "LexicalProvider"),
     **{n: ("plugins", n) for n in ("load_strategy", "register_strategy", "strategy_names", "unregister_strategy")},
@@ -165,6 +167,7 @@ __all__ = [
     "CallRecord",
     "CandidateSet",
     "DocumentTooLongError",
+    "EndpointUsage",
     "Estimate",
     "InvalidOutputError",
     "LexicalProvider",
@@ -218,4 +221,5 @@ __all__ = [
     "strategy_names",
     "tourrank_plan",
     "unregister_strategy",
+    "usage_by_endpoint",
 ]

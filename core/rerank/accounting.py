@@ -18,12 +18,13 @@ from core.rerank.strategies import call_bounds, estimate_calls, resolve_params, 
 from core.rerank.trace import CallRecord
 
 CHARS_PER_TOKEN = 4.0
-TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90}
+TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90, "score": 100}
 COMPLETION_TOKENS = {
     "rank": lambda k, m: 4 * k + 6,
     "compare": lambda k, m: 8,
     "select": lambda k, m: 4 * (m or 1) + 6,
     "grade": lambda k, m: 8,
+    "score": lambda k, m: 1,  # first-token scoring: max_tokens=1
 }
 
 

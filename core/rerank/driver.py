@@ -32,6 +32,7 @@ from typing import Any
 from core.rerank.errors import (
     DocumentTooLongError,
     InvalidOutputError,
+    LogprobsUnsupportedError,
     RerankConfigError,
     StrictOutputError,
     excerpt,
@@ -53,6 +54,8 @@ def _fallback_note(op: Op) -> str:
         return f"took the first {int(op.m or 0)} in shown order"
     if op.kind == "grade":
         return "used the lowest grade"
+    if op.kind == "score":
+        return "kept the shown order"
     raise ValueError(op.kind)
 
 
@@ -86,6 +89,14 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
         if isinstance(answer, Integral) and not isinstance(answer, bool) and 0 <= int(answer) <= scale:
             return int(answer), None
         return 0, f"grade {answer!r} is not an integer in 0..{scale}"
+    if op.kind == "score":  # first-token probabilities, one per shown passage
+        if (
+            isinstance(answer, (list, tuple))
+            and len(answer) == k
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and 0.0 <= x <= 1.0 + 1e-9 for x in answer)
+        ):
+            return [float(x) for x in answer], None
+        return [0.0] * k, f"not {k} probabilities in 0..1"
     raise ValueError(op.kind)
 
 
@@ -152,6 +163,17 @@ def _finish(
     return value
 
 
+def _scorer(provider: Provider, method: str) -> Callable[..., Any]:
+    """The provider's first-token scorer (``score`` / ``ascore``), or `LogprobsUnsupportedError`
+    for a provider without one (never a silent fallback to another strategy)."""
+    fn = getattr(provider, method, None)
+    if not callable(fn):
+        raise LogprobsUnsupportedError(
+            f"{provider.name}: this provider does not return log-probabilities; first-token scoring needs them"
+        )
+    return fn
+
+
 def _ask(provider: Provider, query: str, texts: list[str], op: Op, trace: OpTrace) -> Any:
     """The provider's answer to ``op`` (its passages shown in ``op.ids`` order)."""
     shown = [texts[i] for i in op.ids]
@@ -165,6 +187,8 @@ def _ask(provider: Provider, query: str, texts: list[str], op: Op, trace: OpTrac
     if op.kind == "grade":
         (passage,) = shown
         return provider.grade(query, passage, trace=trace)
+    if op.kind == "score":
+        return _scorer(provider, "score")(query, shown, trace=trace)
     raise ValueError(op.kind)
 
 
@@ -181,6 +205,8 @@ async def _aask(provider: AsyncProvider, query: str, texts: list[str], op: Op, t
     if op.kind == "grade":
         (passage,) = shown
         return await provider.agrade(query, passage, trace=trace)
+    if op.kind == "score":
+        return await _scorer(provider, "ascore")(query, shown, trace=trace)
     raise ValueError(op.kind)
 
 

@@ -7,6 +7,15 @@ A provider answers the four primitive operations on passages shown in a given or
     select(query, passages, m)   -> m distinct indices into passages, best first
     grade(query, passage)        -> int in 0..scale
 
+and optionally first-token scoring (``firsttoken``), for providers whose model exposes
+log-probabilities (`OpenAIProvider`):
+
+    score(query, passages)       -> one probability per passage: its label as the first token
+    ascore(query, passages)      -> awaitable form
+
+A provider without ``score`` (the lexical one, or a server without log-probabilities) fails
+such a query with `LogprobsUnsupportedError`; nothing falls back to another strategy.
+
 Each takes the operation's `OpTrace` as the keyword ``trace``: a provider that sends model
 requests records every one there (re-asks included); one that does not may ignore it (the
 driver then records one call for the operation). An answer that is not the strict reply the

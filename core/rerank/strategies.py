@@ -49,6 +49,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from core.rerank import firsttoken
 from core.rerank.acurank import FIRST_STAGE, acurank, check_priors
 from core.rerank.acurank import call_bounds as acurank_bounds
 from core.rerank.btfit import fit_pairs
@@ -466,6 +467,15 @@ TABLE: dict[str, StrategySpec] = {
             _acurank_depth,
             lambda n, p: [("rank", min(n, p["window"]), _most(_acurank_bounds(n, p)))],
             _acurank_bounds,
+        ),
+        StrategySpec(  # first-token listwise scoring (rank_llm's FIRST): core.rerank.firsttoken
+            "firsttoken",
+            dict(firsttoken.DEFAULTS),
+            firsttoken.check,
+            firsttoken.traversal,
+            firsttoken.calls,
+            firsttoken.calls,
+            firsttoken.shown,
         ),
     )
 }

@@ -147,6 +147,8 @@ class FakeOpenAIServer:
         self.requests: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self.busy_s = 0.0
+        self.in_flight = 0  # requests being answered now
+        self.max_in_flight = 0  # the most answered at once (per-endpoint concurrency tests)
         self.dead = False
         self.conns: set[socket.socket] = set()
         outer = self
@@ -172,6 +174,15 @@ class FakeOpenAIServer:
                         {"path": self.path, "body": body, "headers": {k.lower(): v for k, v in self.headers.items()}}
                     )
                     action = outer.script.popleft() if outer.script else Action()
+                    outer.in_flight += 1
+                    outer.max_in_flight = max(outer.max_in_flight, outer.in_flight)
+                try:
+                    self.answer(action, body, t0)
+                finally:
+                    with outer.lock:
+                        outer.in_flight -= 1
+
+            def answer(self, action: Action, body: dict[str, Any], t0: float) -> None:
                 delay = action.delay or outer.delay
                 if delay:
                     time.sleep(delay)

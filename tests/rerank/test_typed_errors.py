@@ -84,13 +84,13 @@ def test_budget_before_the_run_sends_nothing(server, make_provider):
     assert server.requests == []
     from core.rerank import Prices
 
-    with pytest.raises(RerankBudgetError, match="over the budget of \\$0.0001"):
+    with pytest.raises(RerankBudgetError, match=r"over the budget of \$0\.0001"):
         rerank_batch([("q", DOCS)] * 3, "pointwise", provider="lexical", prices=Prices(10, 10), max_cost=0.0001)
 
 
 def test_budget_during_the_run_counts_reasks(server, make_provider):
     # rankgpt on 5 documents is 1 operation; an invalid first reply makes it 2 calls
     server.push(Action(content="nope"))
-    with pytest.raises(RerankBudgetError, match="made 2 calls .* over the budget of 1") as info:
+    with pytest.raises(RerankBudgetError, match=r"made 2 calls .* over the budget of 1") as info:
         rerank("q", DOCS, provider=make_provider(), max_calls=1)
     assert info.value.kind == "calls"
