@@ -1,11 +1,16 @@
 """Leaderboard: Bradley-Terry ratings from pairwise votes, sandwich intervals at once,
-bootstrap intervals on demand, matrices and diagnostics."""
+bootstrap intervals on demand, matrices and diagnostics.
+
+Above the fold: the intervals choice, the bootstrap button, model search and pins, then the
+ranked table beside the interval plot; every setting sits in one collapsed expander. Exports:
+Markdown / LaTeX / CSV / JSON (`core.reports.export`), every figure as PNG or SVG from its
+toolbar (`pages.common.figures`). Model names from the user's file are escaped in every
+caption and message, and HTML-escaped in the figures (`core.charts.html_label`)."""
 
 from __future__ import annotations
 
 import streamlit as st
 
-from core import bt
 from core.charts.leaderboard import (
     battle_count_heatmap,
     bootstrap_distribution,
@@ -16,10 +21,13 @@ from core.charts.leaderboard import (
 )
 from core.data import content_digest
 from core.errors import RankLensError
+from core.reports import export
 from core.reports import leaderboard as reports
-from pages.common import cache, state, ui
+from pages.common import cache, figures, state, ui
 
 UPLOAD_KEY = "lb_upload"
+#: the widget key of the "Intervals" choice (sandwich / bootstrap)
+SHOW_KEY = "lb_show"
 L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
 INTRO = (
     "Bradley-Terry ratings from pairwise votes, as the Chatbot Arena computes them: ties count as half a "
@@ -59,55 +67,63 @@ if fresh:  # a new upload becomes the selection
     state.LB_VOTES.set(fresh[-1])
 elif state.LB_VOTES.get() not in names:
     state.LB_VOTES.set(uploads[-1] if uploads else names[0])
-name = st.selectbox("Votes", names, key=state.LB_VOTES.key, format_func=ui.demo_label(ws, "votes"))
+# The top row (votes, intervals, bootstrap, search, pins) and everything under it are the same
+# elements in the same places on every run (the bootstrap's progress has its own slot), so
+# nothing is drawn twice while the bootstrap runs. The settings sit in one collapsed expander.
+top = st.columns([2, 2, 1, 2, 2], vertical_alignment="bottom")
+name = top[0].selectbox("Votes", names, key=state.LB_VOTES.key, format_func=ui.demo_label(ws, "votes"))
 votes = ws.get("votes", name)
+with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap", icon=":material/tune:"):
+    c1, c2, c3, c4 = st.columns(4)
+    ci = c1.select_slider(
+        "CI level",
+        [0.8, 0.9, 0.95, 0.99],
+        value=0.95,
+        key=state.LB_CI,
+        bind="query-params",
+        format_func="{:.0%}".format,
+    )
+    ties = c2.radio(
+        "Tie model",
+        ["half", "davidson"],
+        key=state.LB_TIES,
+        horizontal=True,
+        bind="query-params",
+        format_func={"half": "half win", "davidson": "Davidson"}.get,
+        help="Half win: FastChat's default. Davidson: a tie parameter is estimated.",
+    )
+    anchor = c3.selectbox(
+        "Anchor model",
+        ["(none)", *sorted(votes.models)],
+        key=f"lb_anchor_{name}",
+        help="Pin one model to a fixed rating (the arena pins one at 1114).",
+    )
+    anchor_rating = c4.number_input(
+        "Anchor rating", value=1000.0, step=10.0, key="lb_anchor_rating", disabled=anchor == "(none)"
+    )
 
-c1, c2, c3, c4 = st.columns(4)
-ci = c1.select_slider(
-    "CI level", [0.8, 0.9, 0.95, 0.99], value=0.95, key=state.LB_CI, bind="query-params", format_func="{:.0%}".format
-)
-ties = c2.radio(
-    "Tie model",
-    ["half", "davidson"],
-    key=state.LB_TIES,
-    horizontal=True,
-    bind="query-params",
-    format_func={"half": "half win", "davidson": "Davidson"}.get,
-    help="Half win: FastChat's default. Davidson: a tie parameter is estimated.",
-)
-anchor = c3.selectbox(
-    "Anchor model",
-    ["(none)", *sorted(votes.models)],
-    key=f"lb_anchor_{name}",
-    help="Pin one model to a fixed rating (the arena pins one at 1114).",
-)
-anchor_rating = c4.number_input(
-    "Anchor rating", value=1000.0, step=10.0, key="lb_anchor_rating", disabled=anchor == "(none)"
-)
-
-f1, f2, f3 = st.columns([2, 2, 1])
-cats = votes.values("category")
-judges = votes.values("judge")
-sel_cats = f1.multiselect(
-    "Categories",
-    cats,
-    default=cats,
-    key=f"lb_cats_{name}",
-    disabled=not cats,
-    placeholder="no category column" if not cats else "choose categories",
-)
-sel_judges = f2.multiselect(
-    "Judges",
-    judges,
-    default=judges,
-    key=f"lb_judges_{name}",
-    disabled=not judges,
-    placeholder="no judge column" if not judges else "choose judges",
-)
-min_votes = int(
-    f3.number_input("Min votes to list", min_value=0, value=0, step=10, key=state.LB_MIN_VOTES, bind="query-params")
-)
-with st.expander("Advanced", icon=":material/tune:"):
+    f1, f2, f3 = st.columns([2, 2, 1])
+    cats = votes.values("category")
+    judges = votes.values("judge")
+    sel_cats = f1.multiselect(
+        "Categories",
+        cats,
+        default=cats,
+        key=f"lb_cats_{name}",
+        disabled=not cats,
+        placeholder="no category column" if not cats else "choose categories",
+    )
+    sel_judges = f2.multiselect(
+        "Judges",
+        judges,
+        default=judges,
+        key=f"lb_judges_{name}",
+        disabled=not judges,
+        placeholder="no judge column" if not judges else "choose judges",
+    )
+    min_votes = int(
+        f3.number_input("Min votes to list", min_value=0, value=0, step=10, key=state.LB_MIN_VOTES, bind="query-params")
+    )
     a1, a2, a3 = st.columns(3)
     l2_mode = a1.radio(
         "L2 penalty",
@@ -132,6 +148,13 @@ with st.expander("Advanced", icon=":material/tune:"):
     )
     base = s2.number_input("Base", value=10.0, step=1.0, key="lb_base", help="Odds base of the rating scale.")
     init = s3.number_input("Initial rating", value=1000.0, step=50.0, key="lb_init", help="Rating of an average model.")
+    b1, b2, b3 = st.columns(3)
+    rounds = int(
+        b1.number_input("Bootstrap rounds", min_value=50, max_value=5000, value=1000, step=50, key="lb_rounds")
+    )
+    seed = int(b2.number_input("Seed", min_value=0, value=0, step=1, key="lb_seed"))
+    with b3:
+        figures.image_format_picker()
 intro.caption(INTRO.format(formula=reports.scale_formula(scale, base, init)))
 
 request = cache.BoardRequest(
@@ -151,16 +174,20 @@ request = cache.BoardRequest(
 try:
     lb = cache.leaderboard(votes, request)
 except RankLensError as exc:
-    ui.show_error(exc)
+    ui.show_error(exc, escape=True)
     st.stop()
 
-b1, b2, b3 = st.columns([1, 1, 3])
-rounds = int(b1.number_input("Bootstrap rounds", min_value=50, max_value=5000, value=1000, step=50, key="lb_rounds"))
-seed = int(b2.number_input("Seed", min_value=0, value=0, step=1, key="lb_seed"))
 asked = state.BootstrapRequest(content_digest(votes), request, rounds, seed)
-b3.write("")
-if b3.button("Run bootstrap", icon=":material/play_arrow:", key="lb_run_boot", disabled=not lb.ok):
-    bar = st.progress(0.0, text="Bootstrap: 0 rounds")
+run_boot = top[2].button(
+    "Run bootstrap", icon=":material/play_arrow:", key="lb_run_boot", disabled=not lb.ok, width="stretch"
+)
+query = top[3].text_input("Find models", key="lb_find", placeholder="part of a model name")
+pinned = top[4].multiselect(
+    "Pin models", lb.table["model"].tolist(), key=f"lb_pin_{name}", placeholder="shown first, marked in the plot"
+)
+progress_slot = st.empty()
+if run_boot:
+    bar = progress_slot.progress(0.0, text="Bootstrap: 0 rounds")
 
     def _tick(done: int, total: int) -> None:
         bar.progress(done / total, text=f"Bootstrap: {done:,} / {total:,} rounds")
@@ -168,31 +195,114 @@ if b3.button("Run bootstrap", icon=":material/play_arrow:", key="lb_run_boot", d
     try:
         cache.bootstrap(votes, request, rounds, seed, progress=_tick)
     except RankLensError as exc:
-        ui.show_error(exc)
+        progress_slot.empty()
+        ui.show_error(exc, escape=True)
         st.stop()
-    bar.empty()
+    progress_slot.empty()
     state.LB_BOOTSTRAP.set(asked)
-
-if state.LB_BOOTSTRAP.get() == asked:
-    shown = st.segmented_control("Intervals", ["bootstrap", "sandwich"], default="bootstrap", key="lb_show")
-    if shown == "bootstrap" or shown is None:
-        lb = cache.bootstrap(votes, request, rounds, seed)
-        seconds = lb.estimates.seconds if lb.estimates else 0.0
-        st.caption(
-            f"Bootstrap percentile intervals from {rounds:,} rounds (seed {seed}), fitted as one batched "
-            f"computation in {seconds:.2f} s."
-        )
-    else:
-        st.caption("Sandwich (robust) intervals.")
+    st.session_state[SHOW_KEY] = "bootstrap"
+available = state.LB_BOOTSTRAP.get() == asked
+if SHOW_KEY not in st.session_state:
+    st.session_state[SHOW_KEY] = "bootstrap" if available else "sandwich"
+shown = top[1].segmented_control(
+    "Intervals",
+    ["sandwich", "bootstrap"],
+    key=SHOW_KEY,
+    format_func={"sandwich": "Sandwich", "bootstrap": "Bootstrap"}.get,
+    help="Sandwich (robust) intervals are computed at once; bootstrap percentile intervals on demand.",
+)
+boot_seed: int | None = None
+if shown == "bootstrap" and available:
+    lb = cache.bootstrap(votes, request, rounds, seed)
+    boot_seed = seed
+    seconds = lb.estimates.seconds if lb.estimates else 0.0
+    interval_caption = (
+        f"Bootstrap percentile intervals from {rounds:,} rounds (seed {seed}), fitted as one batched "
+        f"computation in {seconds:.2f} s."
+    )
+elif shown == "bootstrap":
+    interval_caption = "Sandwich (robust) intervals: run the bootstrap for percentile intervals with these settings."
 else:
-    st.caption("Sandwich (robust) intervals. Run the bootstrap for percentile intervals.")
+    interval_caption = "Sandwich (robust) intervals. Run the bootstrap for percentile intervals."
+st.caption(interval_caption)
 
 for d in lb.diagnostics:
-    {"error": st.error, "warning": st.warning}.get(d.level, st.info)(d.message)
+    {"error": st.error, "warning": st.warning}.get(d.level, st.info)(ui.escape_markdown(d.message))
 if not lb.ok or lb.table.empty or lb.summary is None:
     st.stop()
 
 summary = lb.summary
+table = lb.table
+display = reports.display_table(lb)
+focused = reports.focus_table(display, query, pinned)
+models = focused["model"].tolist()
+if note := reports.focus_note(len(focused), len(display), query, pinned):
+    st.caption(ui.escape_markdown(note))
+
+left, right = st.columns([3, 2])
+with left:
+    st.dataframe(
+        focused,
+        hide_index=True,
+        width="stretch",
+        height=min(38 + 35 * max(len(focused), 1), 620),
+        column_config={
+            "rank": st.column_config.NumberColumn("Rank", width="small"),
+            "rank_ub": st.column_config.NumberColumn(
+                "Rank (UB)", width="small", help="1 + models whose lower bound exceeds this model's upper bound"
+            ),
+            "model": "Model",
+            "rating": st.column_config.NumberColumn("Rating", format="%.1f"),
+            "ci": st.column_config.TextColumn(f"{ci:.0%} CI (±)"),
+            "votes": "Votes",
+            "wins": "Wins",
+            "ties": "Ties",
+            "losses": "Losses",
+            "provisional": st.column_config.CheckboxColumn("Provisional"),
+        },
+        placeholder="—",
+    )
+    st.caption(f"L2 penalty: {ui.escape_markdown(summary.penalty)}.")
+    stem = figures.file_stem(f"leaderboard-{name}")
+    d1, d2, d3, d4 = st.columns(4)
+    with d1:
+        ui.download_text(
+            lambda: export.leaderboard_markdown(lb, seed=boot_seed),
+            f"{stem}.md",
+            "Markdown",
+            "lb_dl_md",
+            "text/markdown",
+        )
+    with d2:
+        ui.download_text(
+            lambda: export.leaderboard_latex(lb, seed=boot_seed),
+            f"{stem}.tex",
+            "LaTeX",
+            "lb_dl_tex",
+            "application/x-tex",
+        )
+    with d3:
+        ui.download_text(
+            lambda: export.leaderboard_csv(lb, seed=boot_seed), f"{stem}.csv", "CSV", "lb_download", "text/csv"
+        )
+    with d4:
+        ui.download_text(
+            lambda: export.leaderboard_json(lb, seed=boot_seed),
+            f"{stem}.json",
+            "JSON",
+            "lb_dl_json",
+            "application/json",
+        )
+with right:
+    title = f"Ratings with {ci:.0%} {lb.intervals} intervals"
+    points = reports.plotted(lb)
+    points = points[points["model"].isin(models)]
+    figures.show_figure(
+        rating_intervals(points, title, pinned=tuple(pinned)), key="lb_fig_ratings", name=f"{stem}-ratings"
+    )
+    if note := reports.not_estimable_note(lb):
+        st.caption(ui.escape_markdown(note))
+
 m1, m2, m3, m4 = st.columns(4)
 m1.metric("Votes", f"{summary.n_votes:,}")
 m2.metric("Models", f"{summary.n_models:,}")
@@ -202,55 +312,37 @@ m4.metric(
     f"{summary.davidson_nu:.3f}" if summary.davidson_nu is not None else str(summary.iterations),
 )
 
-st.dataframe(
-    reports.display_table(lb),
-    hide_index=True,
-    width="stretch",
-    column_config={
-        "rank": st.column_config.NumberColumn("Rank", width="small"),
-        "rank_ub": st.column_config.NumberColumn(
-            "Rank (UB)", width="small", help="1 + models whose lower bound exceeds this model's upper bound"
-        ),
-        "model": "Model",
-        "rating": st.column_config.NumberColumn("Rating", format="%.1f"),
-        "ci": st.column_config.TextColumn(f"{ci:.0%} CI (±)"),
-        "votes": "Votes",
-        "wins": "Wins",
-        "ties": "Ties",
-        "losses": "Losses",
-        "provisional": st.column_config.CheckboxColumn("Provisional"),
-    },
-    placeholder="—",
-)
-st.caption(f"L2 penalty: {summary.penalty}.")
-ui.download_csv(lb.table[bt.TABLE_COLUMNS], f"leaderboard-{name}.csv".replace(" ", "_"), key="lb_download")
-
-table = lb.table
 truth = votes.meta.get("true_ratings") if hasattr(votes, "meta") else None
-panes = st.tabs(["Ratings", "Win rate", "Battles", "Predicted", "Bootstrap", *(["Fitted vs true"] if truth else [])])
+panes = st.tabs(["Win rate", "Battles", "Predicted", "Bootstrap", *(["Fitted vs true"] if truth else [])])
+subset = models if len(models) >= 2 else table["model"].tolist()
 with panes[0]:
-    title = f"Ratings with {ci:.0%} {lb.intervals} intervals"
-    st.plotly_chart(rating_intervals(reports.plotted(lb), title), width="stretch")
-    if note := reports.not_estimable_note(lb):
-        st.caption(note)
+    figures.show_figure(
+        win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset)), key="lb_fig_winrate", name=f"{stem}-win-rate"
+    )
 with panes[1]:
-    st.plotly_chart(win_rate_heatmap(lb.win_rate), width="stretch")
+    figures.show_figure(
+        battle_count_heatmap(reports.focus_matrix(lb.battles, subset)), key="lb_fig_battles", name=f"{stem}-battles"
+    )
 with panes[2]:
-    st.plotly_chart(battle_count_heatmap(lb.battles), width="stretch")
+    figures.show_figure(
+        predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset)),
+        key="lb_fig_predicted",
+        name=f"{stem}-predicted",
+    )
 with panes[3]:
-    st.plotly_chart(predicted_win_heatmap(lb.predicted), width="stretch")
-with panes[4]:
     if lb.samples is None:
         st.info("Run the bootstrap to see the distribution of a model's rating.")
     else:
         pick = st.selectbox("Model", table["model"].tolist(), key="lb_boot_model")
         row = table.set_index("model").loc[pick]
-        st.plotly_chart(
-            bootstrap_distribution(lb.samples[pick], row.rating, row.ci_low, row.ci_high, pick), width="stretch"
+        figures.show_figure(
+            bootstrap_distribution(lb.samples[pick], row.rating, row.ci_low, row.ci_high, pick),
+            key="lb_fig_boot",
+            name=f"{stem}-bootstrap",
         )
 if truth:
-    with panes[5]:
-        st.plotly_chart(fitted_vs_true(table, truth), width="stretch")
+    with panes[4]:
+        figures.show_figure(fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true")
         st.caption(
             "The demo votes are drawn from these true strengths, so the fitted ratings should scatter "
             "around the diagonal within their intervals."

@@ -144,3 +144,133 @@ def test_bixarena_preference_votes(app):
     _upload(at, "bix.csv", data)
     assert at.selectbox(key="lb_votes").value == "bix"
     assert set(at.dataframe[0].value["model"]) == {"x", "y", "z"}
+
+
+# ---- issue 11 (arena scale) and issue 13 (exports, figures) --------------------------------------
+def _chart(at: AppTest, needle: str) -> dict:
+    return next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if needle in json.loads(c.proto.spec)["layout"]["title"]["text"]
+    )
+
+
+def test_table_and_interval_plot_lead_the_page(app):
+    at = _open(app)
+    kinds = [type(e).__name__ for e in at.main]
+    # the settings are one collapsed expander; the table and the interval plot come before any tab
+    assert at.expander[1].proto.label.startswith("Settings") and not at.expander[1].proto.expanded
+    assert "Tab" in kinds and "Dataframe" in _before_tabs(kinds)
+    titles = _titles(at)
+    assert titles[0].startswith("Ratings with 95% sandwich intervals")  # the first figure on the page
+
+
+def test_search_and_pin(app):
+    at = _open(app)
+    at.text_input(key="lb_find").set_value("  LYRA ").run()
+    frame = at.dataframe[0].value
+    assert frame["model"].tolist() == ["lyra-large"]
+    assert any("Showing 1 of 20 models" in c.value for c in at.caption)
+    ratings = _chart(at, "intervals")
+    assert ratings["data"][0]["y"] == ["lyra-large"]
+    at.text_input(key="lb_find").set_value("").run()
+    at.multiselect(key="lb_pin_Demo arena votes").set_value(["vega-mini", "atlas-7"]).run()
+    assert not at.exception
+    frame = at.dataframe[0].value
+    assert frame["model"].tolist()[:2] == ["atlas-7", "vega-mini"] and len(frame) == 20  # pinned first, rank order
+    labels = _chart(at, "intervals")["data"][0]["y"]
+    assert "<b>atlas-7</b>" in labels and "<b>vega-mini</b>" in labels
+
+
+def test_exports_and_figure_downloads(app):
+    at = _open(app)
+    labels = [b.proto.label for b in at.get("download_button")]
+    assert {"Markdown", "LaTeX", "CSV", "JSON"} <= set(labels)
+    # AppTest cannot read download bytes: the export functions are tested in tests/test_report_export.py
+    configs = [json.loads(c.proto.config) for c in at.get("plotly_chart")]
+    assert configs and all(c["toImageButtonOptions"]["format"] == "png" for c in configs)
+    assert configs[0]["toImageButtonOptions"]["filename"].startswith("leaderboard-Demo-arena-votes")
+    at.segmented_control(key="fig_image_format").set_value("svg").run()
+    assert not at.exception
+    assert all(json.loads(c.proto.config)["toImageButtonOptions"]["format"] == "svg" for c in at.get("plotly_chart"))
+
+
+def test_bootstrap_keeps_the_page_layout(app):
+    at = _open(app)
+    before = [type(e).__name__ for e in at.main]
+    at.number_input(key="lb_rounds").set_value(100).run()
+    at.button(key="lb_run_boot").click().run()
+    assert not at.exception
+    after = [type(e).__name__ for e in at.main]
+    # the same elements in the same places up to the tabs (the Bootstrap tab gains its chart):
+    # nothing shifts, so no widget is drawn twice while the bootstrap runs
+    assert _before_tabs(after) == _before_tabs(before)
+    assert at.segmented_control(key="lb_show").value == "bootstrap"
+    at.segmented_control(key="lb_show").set_value("sandwich").run()
+    assert any("Sandwich (robust) intervals" in c.value for c in at.caption)
+    assert _before_tabs([type(e).__name__ for e in at.main]) == _before_tabs(before)
+
+
+def _before_tabs(kinds: list[str]) -> list[str]:
+    return kinds[: kinds.index("Tab")] if "Tab" in kinds else kinds
+
+
+HOSTILE = (
+    b"model_a,model_b,winner\n"
+    + b"**bold**,<b>html</b>,model_a\n<b>html</b>,under_score,model_a\nunder_score,**bold**,model_b\n" * 4
+    + b"lonely,**bold**,model_a\n"
+)
+
+
+def test_user_model_names_are_escaped(app):
+    at = _upload(_open(app), "hostile.csv", HOSTILE)
+    texts = [e.value for e in (*at.warning, *at.info, *at.caption, *at.error)]
+    joined = " ".join(texts)
+    assert "**bold**" not in joined.replace("\\*\\*bold\\*\\*", "")  # never raw Markdown
+    assert any("Provisional" in t and "\\*\\*bold\\*\\*" in t for t in texts)
+    assert any("undefeated: lonely" in t and "\\<b\\>html\\</b\\>" in t for t in texts)
+    ratings = _chart(at, "intervals")
+    assert "&lt;b&gt;html&lt;/b&gt;" in ratings["data"][0]["y"] and "<b>html</b>" not in ratings["data"][0]["y"]
+    at.multiselect(key="lb_pin_hostile").set_value(["<b>html</b>"]).run()
+    assert "<b>&lt;b&gt;html&lt;/b&gt;</b>" in _chart(at, "intervals")["data"][0]["y"]
+    heat = at.get("plotly_chart")
+    spec = next(
+        json.loads(c.proto.spec) for c in heat if "win rate" in json.loads(c.proto.spec)["layout"]["title"]["text"]
+    )
+    assert all("<b>" not in y for y in spec["data"][-1]["y"])
+
+
+def _sixty_models() -> bytes:
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    names = [f"model-{i:02d}-long-name" for i in range(60)]
+    rows = ["model_a,model_b,winner"]
+    for _ in range(6000):
+        i = int(rng.integers(60))
+        j = (i + int(rng.integers(1, 4))) % 60  # each model meets only its next three neighbours
+        rows.append(f"{names[i]},{names[j]},{rng.choice(['model_a', 'model_b', 'tie'])}")
+    return ("\n".join(rows) + "\n").encode()
+
+
+def test_sixty_models_heatmap_labels_and_no_battle_cells(app):
+    at = _upload(_open(app), "arena60.csv", _sixty_models())
+    assert len(at.dataframe[0].value) == 60
+    spec = _chart(at, "win rate")
+    no_data, values = spec["data"]
+    assert no_data["name"] == "no battles" and "no battles" in no_data["hovertemplate"]
+    assert len(values["y"]) == 60 and spec["layout"]["yaxis"]["dtick"] == 1 and spec["layout"]["xaxis"]["dtick"] == 1
+    assert "grey: no battles" in spec["layout"]["title"]["text"]
+
+
+def test_a_fit_that_cannot_run_is_an_error_not_a_traceback(app, monkeypatch):
+    from core import bt
+    from core.errors import RankLensError
+
+    def refuse(*args, **kwargs):
+        raise RankLensError("a fit of 'm*odel' needs 40 GB: more than this machine has")
+
+    monkeypatch.setattr(bt, "leaderboard", refuse)
+    at = _open(app)
+    assert not at.exception
+    assert any("needs 40 GB" in e.value and "m\\*odel" in e.value for e in at.error)
