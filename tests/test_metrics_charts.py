@@ -88,3 +88,32 @@ def test_metric_bars_name_the_traditional_order():
     assert list(figure.data[0].y) == [1.0]  # a first in the file
     default = _json(metric_bars(evaluate_policies(run, Qrels.from_dict({"q": {"a": 1}}), ["mrr"]), ["mrr"]))
     assert default["data"][0]["name"] == "traditional (trec order)"
+
+
+# ---- issue 11: |Δ| axes from 0, integer tie-group bins, readable count ticks, one vocabulary ------
+def test_gap_axes_start_at_zero_and_say_traditional_and_tie_aware():
+    from core.charts.metrics import tie_size_histogram
+
+    gaps = _gaps()
+    for build in (tie_gap_scatter, gap_vs_tie_size, gap_histogram):
+        fig = _json(build(gaps, "RR"))
+        text = json.dumps(fig["layout"]) + json.dumps([t.get("hovertemplate", "") for t in fig["data"]])
+        assert "expected" not in text, build.__name__
+        assert "|Δ RR| (traditional − tie-aware)" in fig["layout"]["title"]["text"]
+    assert _json(tie_gap_scatter(gaps, "RR"))["layout"]["yaxis"]["rangemode"] == "tozero"
+    assert _json(gap_vs_tie_size(gaps, "RR"))["layout"]["yaxis"]["rangemode"] == "tozero"
+    hist = _json(gap_histogram(gaps[gaps["gap"] > 0.2], "RR", bins=4))  # smallest gap 0.25: the axis still starts at 0
+    assert hist["layout"]["xaxis"]["range"][0] == 0.0
+    y = hist["layout"]["yaxis"]
+    assert (y["tickmode"], y["dtick"], y["tickformat"]) == ("linear", 1, ",d")  # whole queries only
+
+    small = {"A": pd.DataFrame({"size": [1, 2, 3, 7], "groups": [40, 3, 2, 1]})}
+    fig = _json(tie_size_histogram(small))
+    assert fig["data"][0]["x"] == [2, 3, 7] and fig["data"][0]["y"] == [3, 2, 1]
+    assert (fig["layout"]["xaxis"]["dtick"], fig["layout"]["xaxis"]["tickformat"]) == (1, "d")  # integer bins
+    assert fig["layout"]["yaxis"]["type"] == "linear" and fig["layout"]["yaxis"]["dtick"] == 1
+    wide = {"A": pd.DataFrame({"size": [2, 3, 40], "groups": [12_000, 40, 1]})}
+    fig = _json(tie_size_histogram(wide))
+    y = fig["layout"]["yaxis"]
+    assert y["type"] == "log" and y["ticktext"][:4] == ["1", "2", "5", "10"] and y["ticktext"][-1] == "10,000"
+    assert "dtick" not in fig["layout"]["xaxis"]  # 39 sizes apart: automatic ticks, still whole numbers

@@ -5,6 +5,8 @@
   and contribution; tie groups of the fused list are shaded and labelled.
 - `k_sweep_figure`: metric vs RRF k (log x), one line per tie policy.
 - `weight_sweep_figure`: metric vs the first run's weight alpha (second run: 1 - alpha).
+
+Policies are named as on every page (`POLICY_NAMES`): ``traditional`` and ``tie-aware``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,22 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.charts import PALETTE, base_layout
+
+#: a sweep's ``policy`` -> its legend name: the pages' one vocabulary (every traditional order
+#: is "traditional", ``expected`` is "tie-aware")
+POLICY_NAMES: dict[str, str] = {
+    "trec": "traditional",
+    "input": "traditional",
+    "given": "traditional",
+    "expected": "tie-aware",
+    "pessimistic": "pessimistic",
+    "optimistic": "optimistic",
+}
+
+
+def policy_name(policy: object) -> str:
+    """`POLICY_NAMES` of ``policy``; an unknown policy keeps its own name."""
+    return POLICY_NAMES.get(str(policy), str(policy))
 
 
 def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set[str] | None = None) -> go.Figure:
@@ -120,7 +138,7 @@ def k_sweep_figure(sweep: pd.DataFrame, metric: str, chosen_k: float | None = No
                 x=frame["k"],
                 y=frame["value"],
                 mode="lines+markers",
-                name=str(policy),
+                name=policy_name(policy),
                 line=dict(color=PALETTE[i % len(PALETTE)]),
             )
         )
@@ -155,7 +173,7 @@ def weight_sweep_figure(sweep: pd.DataFrame, metric: str, names: tuple[str, str]
                 x=frame["alpha"],
                 y=frame["value"],
                 mode="lines+markers",
-                name=str(policy),
+                name=policy_name(policy),
                 line=dict(color=PALETTE[i % len(PALETTE)]),
             )
         )

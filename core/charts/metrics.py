@@ -210,22 +210,28 @@ def tie_gap_scatter(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
                 customdata=np.stack([sub["qid"], sub["traditional"], sub["expected"]], axis=1),
                 hovertemplate=(
                     "query %{customdata[0]}<br>tie ratio %{x:.2f}<br>"
-                    f"|{metric_label} - expected {metric_label}| = "
+                    f"{_gap_name(metric_label)} = "
                     "%{y:.4f}<br>"
-                    "traditional %{customdata[1]:.4f} · expected %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"
+                    "traditional %{customdata[1]:.4f} · tie-aware %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"
                 ),
             )
         )
     fig.update_layout(
         **base_layout(
-            title=f"Where ties bite: |{metric_label} − expected {metric_label}| per query ({_traditional_label(frame)})",
+            title=f"Where ties bite: {_gap_name(metric_label)} per query ({_traditional_label(frame)})",
             xaxis_title="tie ratio (share of the query's documents inside tie groups)",
-            yaxis_title=f"|{metric_label} − expected {metric_label}|",
+            yaxis_title=_gap_name(metric_label),
             height=420,
         )
     )
     fig.update_xaxes(range=[-0.03, 1.03])
+    fig.update_yaxes(rangemode="tozero")
     return fig
+
+
+def _gap_name(metric_label: str) -> str:
+    """``|Δ RR| (traditional − tie-aware)``: the per-query gap in the pages' vocabulary."""
+    return f"|Δ {metric_label}| (traditional − tie-aware)"
 
 
 def _traditional_label(frame: pd.DataFrame) -> str:
@@ -256,22 +262,23 @@ def gap_vs_tie_size(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
                 ),
                 hovertemplate=(
                     "query %{customdata[0]}<br>largest tie %{x}<br>"
-                    f"|{metric_label} − expected {metric_label}| = "
+                    f"{_gap_name(metric_label)} = "
                     "%{y:.4f}<br>"
                     f"{trad} "
-                    "%{customdata[1]:.4f} · expected %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"
+                    "%{customdata[1]:.4f} · tie-aware %{customdata[2]:.4f}<extra>%{fullData.name}</extra>"
                 ),
             )
         )
     fig.update_layout(
         **base_layout(
-            title=f"|{metric_label} − expected {metric_label}| vs the largest tie, per query ({trad})",
+            title=f"{_gap_name(metric_label)} vs the largest tie, per query ({trad})",
             xaxis_title="largest tie group of the query (documents)",
-            yaxis_title=f"|{metric_label} − expected {metric_label}|",
+            yaxis_title=_gap_name(metric_label),
             height=420,
         )
     )
     fig.update_xaxes(rangemode="tozero", dtick=1 if len(frame) and int(frame["max_group"].max()) <= 20 else None)
+    fig.update_yaxes(rangemode="tozero")
     return fig
 
 
@@ -298,7 +305,7 @@ def gap_histogram(frame: pd.DataFrame, metric_label: str = "RR", bins: int = 30)
                 marker_color=PALETTE[i % len(PALETTE)],
                 opacity=0.6 if frame["run"].nunique() > 1 else 0.85,
                 customdata=np.stack([edges[:-1], edges[1:]], axis=1).tolist(),
-                hovertemplate="gap in [%{customdata[0]:.4f}, %{customdata[1]:.4f}]: %{y} queries"
+                hovertemplate="|Δ| in [%{customdata[0]:.4f}, %{customdata[1]:.4f}]: %{y} queries"
                 "<extra>%{fullData.name}</extra>",
             )
         )
@@ -306,27 +313,50 @@ def gap_histogram(frame: pd.DataFrame, metric_label: str = "RR", bins: int = 30)
         **base_layout(
             barmode="overlay",
             bargap=0,
-            title=f"Distribution of |{metric_label} − expected {metric_label}| over queries ({trad})",
-            xaxis_title=f"|{metric_label} − expected {metric_label}|",
+            title=f"Distribution of {_gap_name(metric_label)} over queries ({trad})",
+            xaxis_title=_gap_name(metric_label),
             yaxis_title="queries",
             height=380,
         )
     )
+    fig.update_xaxes(range=[0.0, float(max(edges[-1], 0.0)) or 1.0])  # |Δ| from 0, the bins unchanged
+    fig.update_yaxes(rangemode="tozero", **_count_ticks(max((max(t.y, default=0) for t in fig.data), default=0)))
     return fig
 
 
+def _count_ticks(top: float, log: bool = False) -> dict[str, Any]:
+    """Axis settings for counts up to ``top``: whole-number ticks only, thousands separated
+    (a linear step of 1, 2 or 5 times a power of ten giving at most about six ticks; on a log
+    axis the ticks 1, 2, 5, 10, 20, 50, ... up to ``top``)."""
+    if log:
+        values = [m * 10**e for e in range(int(np.log10(max(top, 1))) + 1) for m in (1, 2, 5)]
+        values = [v for v in values if v <= max(top, 1)]
+        return dict(tickmode="array", tickvals=values, ticktext=[f"{v:,}" for v in values])
+    raw = max(top, 1) / 6
+    power = 10 ** int(np.floor(np.log10(raw))) if raw >= 1 else 1
+    step = next((m * power for m in (1, 2, 5, 10) if m * power >= raw), 10 * power)
+    return dict(tickmode="linear", tick0=0, dtick=max(int(step), 1), tickformat=",d")
+
+
 def tie_size_histogram(distributions: dict[str, pd.DataFrame]) -> go.Figure:
-    """Tie-group size distribution per run (groups of size >= 2), log-scaled counts.
+    """Tie-group size distribution per run (groups of size >= 2): one bar per whole size
+    (integer bins: a tick per size up to 30 sizes), counts on a linear axis with whole-number
+    ticks, or on a log axis labelled 1, 2, 5, 10, ... when the counts span more than two
+    decades.
 
     ``distributions``: run name -> DataFrame with columns size, groups.
     """
     fig = go.Figure()
+    sizes: list[int] = []
+    counts: list[int] = []
     for i, (run, dist) in enumerate(distributions.items()):
         d = dist[dist["size"] >= 2]
+        sizes += d["size"].astype(int).tolist()
+        counts += d["groups"].astype(int).tolist()
         fig.add_trace(
             go.Bar(
-                x=d["size"],
-                y=d["groups"],
+                x=d["size"].astype(int).tolist(),
+                y=d["groups"].astype(int).tolist(),
                 name=run,
                 marker_color=PALETTE[i % len(PALETTE)],
                 hovertemplate="size %{x}: %{y} groups<extra>%{fullData.name}</extra>",
@@ -341,7 +371,11 @@ def tie_size_histogram(distributions: dict[str, pd.DataFrame]) -> go.Figure:
             height=380,
         )
     )
-    fig.update_yaxes(type="log", dtick=1)
+    top = max(counts, default=1)
+    log = top > 100 * max(min(counts, default=1), 1)
+    fig.update_yaxes(type="log" if log else "linear", **_count_ticks(top, log))
+    span = (max(sizes) - min(sizes) + 1) if sizes else 0
+    fig.update_xaxes(tickformat="d", **(dict(tickmode="linear", tick0=2, dtick=1) if 0 < span <= 30 else {}))
     return fig
 
 

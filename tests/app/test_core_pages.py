@@ -35,12 +35,12 @@ def test_home_shows_demo_and_tie_table(app):
     assert app.title[0].value == "RankLens"
     table = app.dataframe[0].value
     assert {"traditional", "tie-aware", "low", "high"} <= set(table.columns)  # MRR@10, MTRR@10 and the range
-    assert len(table) == 4  # the four demo runs
+    assert len(table) == 5  # the five demo runs (four rerankers and the yes/no judge)
 
 
 def test_sidebar_selects_demo_datasets(app):
     assert app.session_state["sel_qrels"] == "Demo qrels (graded 0-3)"
-    assert len(app.session_state["sel_runs"]) == 4
+    assert len(app.session_state["sel_runs"]) == 5
     assert app.sidebar.multiselect[0].label == "Runs"
 
 
@@ -52,6 +52,7 @@ def test_metrics_page_demo(app):
         "cross-encoder (0.1 steps)",
         "llm-pointwise (0-10)",
         "llm-grader (0-3)",
+        "llm-judge (yes/no)",
     ]
     assert ("mrr@10", "tie-aware") in summary.columns
     charts = app.get("plotly_chart")
@@ -163,7 +164,7 @@ def test_data_page_answers_and_chunk_collapse(app):
     app.button(key="do_collapse").click().run()
     assert not app.exception, [e.value for e in app.exception]
     assert any("Created" in s.value for s in app.success)
-    assert len(app.session_state["workspace"].names("run")) == 5
+    assert len(app.session_state["workspace"].names("run")) == 6  # five demo runs and the collapsed one
 
 
 # ---- issue 10, seed 000: the traditional order, the tie report and its plots ------------------
@@ -258,7 +259,7 @@ def test_tie_report_and_gap_plots_render(app):
     app.run()
     titles = chart_titles(app)
     assert any("vs the largest tie" in t and "input order" in t for t in titles)
-    assert any(t.startswith("Distribution of |MRR − expected MRR|") for t in titles)
+    assert any(t.startswith("Distribution of |Δ MRR| (traditional − tie-aware)") for t in titles)
 
 
 # ---- issue 10, seed 001: chunk maps on the Metrics page, bands ---------------------------------

@@ -57,7 +57,7 @@ def test_demo_fusion_page_end_to_end():
         if "as k varies" in json.loads(c.proto.spec)["layout"]["title"]["text"]
     )
     assert k_fig["layout"]["xaxis"]["type"] == "log"
-    assert {t["name"] for t in k_fig["data"]} == {"trec", "expected", "chosen k = 60"}
+    assert {t["name"] for t in k_fig["data"]} == {"traditional", "tie-aware", "chosen k = 60"}  # one vocabulary
     marker = next(t for t in k_fig["data"] if t["name"] == "chosen k = 60")
     assert list(marker["x"]) == [60, 60]  # in data units, on the data's scale
     assert not k_fig["layout"].get("shapes")

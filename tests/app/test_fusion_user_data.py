@@ -1,0 +1,63 @@
+"""AppTest, issue 11: Fusion opens on the user's runs, warns when runs and qrels share few or no
+queries, and sets its run picker without Streamlit's default-plus-session-state warning."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import open_page
+
+RUN_X = b"q1 Q0 a 1 2.0 x\nq1 Q0 b 2 1.0 x\nq2 Q0 c 1 1.0 x\nq2 Q0 d 2 1.0 x\n"
+RUN_Y = b"q1 Q0 b 1 3.0 y\nq1 Q0 a 2 3.0 y\nq2 Q0 d 1 1.0 y\n"
+QRELS = b"q1 0 a 1\nq2 0 d 1\n"
+
+
+def upload(app: AppTest, runs: list[tuple[str, bytes]], qrels: bytes | None = None) -> None:
+    open_page(app, "data")
+    for name, data in runs:
+        app.get("file_uploader")[0].set_value((name, data, "text/plain")).run()
+    if qrels is not None:
+        app.get("file_uploader")[1].set_value(("mine.qrels", qrels, "text/plain")).run()
+    assert not app.exception, [e.value for e in app.exception]
+
+
+def run_names(app: AppTest) -> list[str]:
+    ws = app.session_state["workspace"]
+    return [n for n in ws.names("run") if ws.entry("run", n).origin == "upload"]
+
+
+def test_fusion_opens_on_the_users_runs_and_qrels(app):
+    upload(app, [("x.run", RUN_X), ("y.run", RUN_Y)], QRELS)
+    mine = run_names(app)
+    assert len(mine) == 2 and set(app.session_state["sel_runs"]) == set(mine)
+    open_page(app, "fusion")
+    assert app.multiselect(key="fuse_runs").value == app.session_state["sel_runs"]
+    assert not any(n in app.session_state["workspace"].names("run") for n in ("dense (e5)", "sparse (bm25)"))
+    assert not app.warning  # the user's runs and qrels share every query
+    table = app.dataframe[0].value
+    fused = f"rrf({','.join(app.session_state['sel_runs'])})"
+    assert fused in table.index and table.loc[fused, "mrr@10 tie-aware"] > 0
+
+
+def test_fusion_warns_with_counts_when_runs_and_qrels_share_no_queries(app):
+    upload(app, [("x.run", RUN_X), ("y.run", RUN_Y)])  # no qrels of their own: the demo qrels stay selected
+    open_page(app, "fusion")
+    assert app.multiselect(key="fuse_runs").value == run_names(app)
+    warnings = [w.value for w in app.warning]
+    assert len(warnings) == 3  # both inputs and the fused run
+    assert all("shares no queries with qrels" in w and "every metric is 0" in w for w in warnings)
+    assert any("(run: 2 queries, qrels: " in w for w in warnings)
+
+
+def test_fusion_run_picker_sets_no_default_and_session_state(app, caplog: pytest.LogCaptureFixture):
+    caplog.set_level(logging.WARNING)
+    open_page(app, "fusion")
+    app.multiselect(key="fuse_runs").set_value(["dense (e5)", "sparse (bm25)"]).run()
+    open_page(app, "metrics")
+    open_page(app, "fusion")
+    assert not app.exception
+    text = caplog.text + " ".join(w.value for w in app.warning)
+    assert "created with a default value but also had its value set via the Session State API" not in text
