@@ -23,10 +23,14 @@ the scripted delay.
    after another (RankGPT 9 windows, TourRank rounds x stages, PRP passes x (n - 1) pairs whose
    two orders run together).
 
-Default (reduced, ~2-3 min): RankGPT 20 queries x 100 candidates, TourRank-2 10 x 100,
-PRP-Sliding-1 4 x 20. ``--full``: the issue's 100 queries x 100 candidates for RankGPT and
+Default (reduced): RankGPT 20 queries x 100 candidates, TourRank-2 10 x 100, PRP-Sliding-1
+4 x 20, Setwise 8 x 20 (full sort) and 4 x 100 (top_k=10), AcuRank 10 x 100. Setwise and
+AcuRank make answer-dependent numbers of calls: their rows give the actual calls with the
+bounds stated before the run, and the ideal uses the actual calls and the longest actual chain
+of batches (every setwise call; AcuRank rounds). ``--full``: the issue's 100 queries x 100 candidates for RankGPT and
 TourRank-2 at concurrency 1, 8 and 32, and PRP-Sliding-1 (``passes=1``, 19,800 calls) on
-100 x 100 at concurrency 8 and 32 only (the default ``passes=10`` is 198,000 calls: ideal
+100 x 100 at concurrency 8 and 32 only, Setwise top_k=10 on 100 x 100 at 8 and 32, AcuRank 100 x
+100 at 1, 8 and 32 (the default ``passes=10`` is 198,000 calls: ideal
 82 min at concurrency 8, 21 min at 32; one pass at concurrency 1 would take 66 min).
 
     .venv/bin/python bench/rerank.py [--full] [--delay 0.2] [--reps 5] [--only overhead|wall]
@@ -373,15 +377,22 @@ def overhead(reps: int, n_queries: int) -> Any:
 
 
 # ---- 3. wall time vs ideal --------------------------------------------------------------------
+def _batches(strategy: str, result: Any) -> int:
+    """Batches one query actually ran one after another: every setwise call waits for the one
+    before it; an AcuRank round is one batch."""
+    return int(result.extra["rounds"]) if strategy == "acurank" else int(result.ops)
+
+
 def wall_table(configs: list[tuple[str, int, int, dict[str, Any], tuple[int, ...]]], delay: float) -> Any:
     import pandas as pd
 
-    from core.rerank import estimate_calls, rerank_candidates, sequential_depth
+    from core.rerank import estimate, estimate_calls, rerank_candidates, sequential_depth
 
     rows = []
     with ServerProcess(delay) as srv:
         for strategy, nq, nd, params, concs in configs:
             cands = candidates(nq, nd)
+            est = estimate(strategy, cands.estimate_sizes(), params)
             calls = nq * estimate_calls(strategy, nd, **params)
             depth = sequential_depth(strategy, nd, **params)
             for c in concs:
@@ -393,14 +404,25 @@ def wall_table(configs: list[tuple[str, int, int, dict[str, Any], tuple[int, ...
                 wall, cpu = time.perf_counter() - t0, time.process_time() - c0
                 busy, n_req = srv.server_time()
                 assert not res.errors, res.errors
-                assert res.usage.calls == calls == n_req, (res.usage.calls, calls, n_req)
+                if est.exact:
+                    assert res.usage.calls == calls == n_req, (res.usage.calls, calls, n_req)
+                else:  # answer-dependent (setwise, acurank): the actual calls, within the stated bounds
+                    calls = res.usage.calls
+                    low, high = est.call_range or (0, None)
+                    assert calls == n_req and low <= calls and (high is None or calls <= high), (
+                        calls,
+                        n_req,
+                        low,
+                        high,
+                    )
+                    depth = max(_batches(strategy, r) for r in res.results.values())
                 ideal = max(calls * delay / c, depth * delay)
                 rows.append(
                     {
                         "strategy": strategy
                         + (f" ({', '.join(f'{k}={v}' for k, v in params.items())})" if params else ""),
                         "queries x docs": f"{nq} x {nd}",
-                        "calls": calls,
+                        "calls": calls if est.exact else f"{calls} ({est.calls_text()})",
                         "depth/query": depth,
                         "concurrency": c,
                         "wall_s": round(wall, 2),
@@ -421,6 +443,7 @@ def main() -> int:
     ap.add_argument("--reps", type=int, default=5, help="repetitions of the overhead measurement")
     ap.add_argument("--overhead-queries", type=int, default=20, help="queries per overhead run (x 100 candidates)")
     ap.add_argument("--only", choices=("overhead", "wall"), help="run one part only")
+    ap.add_argument("--strategies", help="comma-separated: only these rows of the wall-time table")
     ap.add_argument("--serve", type=float, metavar="DELAY", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.serve is not None:
@@ -451,13 +474,21 @@ def main() -> int:
                 ("rankgpt", 100, 100, {}, (1, 8, 32)),
                 ("tourrank", 100, 100, {}, (1, 8, 32)),
                 ("prp", 100, 100, {"passes": 1}, (8, 32)),
+                ("setwise", 100, 100, {"top_k": 10}, (8, 32)),
+                ("acurank", 100, 100, {}, (1, 8, 32)),
             ]
         else:
             configs = [
                 ("rankgpt", 20, 100, {}, (1, 8, 32)),
                 ("tourrank", 10, 100, {}, (1, 8, 32)),
                 ("prp", 4, 20, {"passes": 1}, (1, 8, 32)),
+                ("setwise", 8, 20, {}, (1, 8, 32)),
+                ("setwise", 4, 100, {"top_k": 10}, (1, 8, 32)),
+                ("acurank", 10, 100, {}, (1, 8, 32)),
             ]
+        if args.strategies:
+            keep = {s.strip() for s in args.strategies.split(",")}
+            configs = [cfg for cfg in configs if cfg[0] in keep]
         print(f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms):", flush=True)
         t0 = time.perf_counter()
         table = wall_table(configs, args.delay)
