@@ -99,3 +99,49 @@ def test_tie_range_figure():
     assert lo <= 0.30 and hi >= 0.70
     plain = json.loads(tie_range_figure(table, "mrr@10").to_json())
     assert len(plain["data"]) == 3  # no flips: no legend entry for them
+
+
+# ---- significance, ranx style (core.stats.all_pairs shaped for the Metrics page) ----------------
+def _pairwise():
+    from core.stats import all_pairs
+
+    rng = np.random.default_rng(0)
+    qids = [f"q{i}" for i in range(40)]
+    base = rng.random(40)
+    per_query = pd.DataFrame(
+        {
+            "run": ["A"] * 40 + ["B"] * 40 + ["C<b>"] * 40,
+            "qid": qids * 3,
+            "mrr@10": np.concatenate([base, base + 0.3, base + 0.001 * rng.standard_normal(40)]),
+        }
+    )
+    means = per_query.groupby("run", sort=False)["mrr@10"].mean()
+    table = pd.DataFrame({"run": means.index, "metric": "mrr@10", "trec": means.values, "expected": means.values})
+    return all_pairs(per_query, ["mrr@10"], test="t-test", correction="holm"), table
+
+
+def test_with_significance_letters_and_better_than():
+    tests, table = _pairwise()
+    long = reports.summary_long(table.assign(pessimistic=0.0, optimistic=1.0), ["A", "B", "C<b>"], ["mrr@10"])
+    marked = reports.with_significance(long, tests)
+    assert marked["#"].tolist() == ["a", "b", "c"]
+    assert list(marked.columns).index("better than") == list(marked.columns).index("Δ") + 1
+    assert marked["better than"].tolist() == ["", "ac", ""]  # B beats A and C; A and C are level
+    assert reports.with_significance(long, None) is long  # one run: unchanged
+
+
+def test_ranx_table_pairs_table_and_superscripts():
+    tests, table = _pairwise()
+    ranx = reports.ranx_table(table, tests)
+    assert ranx.columns.tolist() == ["#", "run", "mrr@10"]
+    b = table.set_index("run").loc["B", "expected"]
+    assert ranx.loc[1, "mrr@10"] == f"{b:.4f}ᵃᶜ"
+    assert reports.superscript("abq,z") == "ᵃᵇq˒ᶻ"
+    pairs = reports.pairs_table(tests)
+    assert {"run a", "run b", "mean a", "mean b", "Δ (b − a)", "p", "p (holm)", "significant", "better"} <= set(
+        pairs.columns
+    )
+    assert len(pairs) == 3
+    assert reports.one_run_significance("A") == (
+        "Significance compares runs: only A is selected. Select two or more runs in the sidebar."
+    )

@@ -155,3 +155,14 @@ def test_significance_all_pairs_ranx_style_with_holm(app):
     assert any("Holm correction" in c.value for c in app.caption)
     app.selectbox(key="sig_correction").set_value("none").run()
     assert "p (uncorrected)" in app.dataframe[-1].value.columns
+
+
+def test_home_and_metrics_warn_when_a_run_shares_no_queries_with_the_qrels(app):
+    upload(app, [("a.run", RUN_A)], None)  # the demo qrels stay selected: A's q1 is not in them
+    for page in ("home", "metrics"):
+        open_page(app, page)
+        warnings = [w.value for w in app.warning]
+        assert any(
+            w.startswith("run 'A' shares no queries with qrels") and "(run: 1 query, qrels: " in w for w in warnings
+        ), (page, warnings)
+        assert app.get("plotly_chart")  # the page still shows its figure
