@@ -16,10 +16,8 @@ from core.metrics import parse_metrics
 from core.reports import rerank as reports
 from core.rerank import (
     CACHE_DIR,
-    DEFAULTS,
     PAPER_STAGES,
     PROVIDERS,
-    STRATEGIES,
     BatchResult,
     Prices,
     ProgressState,
@@ -27,10 +25,9 @@ from core.rerank import (
     RetryPolicy,
     estimate,
     make_provider,
-    parse_stages,
     rerank_candidates,
 )
-from core.rerank.compare import comparison_table
+from core.rerank import strategies as strategy_table
 from core.rerank.keys import resolve_api_key
 from core.rerank.provider import AsyncProvider
 from pages.common import cache, state, ui
@@ -38,13 +35,6 @@ from pages.common import cache, state, ui
 METRICS = ["ndcg@10", "mrr@10", "map", "recall@10"]
 #: failed queries named in a warning each (all of them are in the per-query table)
 SHOWN_ERRORS = 5
-LABELS = {
-    "rankgpt": "RankGPT sliding window (listwise)",
-    "prp": "PRP-Sliding-K (pairwise)",
-    "tourrank": "TourRank-r (tournament)",
-    "pointwise": "Pointwise grades (ties!)",
-    "prp-allpairs": "PRP all pairs + Bradley-Terry",
-}
 
 st.title("Rerank")
 st.caption(
@@ -127,11 +117,24 @@ corpora = ws.names("corpus")
 if not corpora:
     st.info("No candidates loaded: upload a candidates JSONL above.")
     st.stop()
-if state.RR_CORPUS.get() not in corpora:
-    state.RR_CORPUS.set(corpora[0])
+own_corpora = [n for n in corpora if ws.entry("corpus", n).origin != "demo"]
+if state.RR_CORPUS.get() not in corpora:  # the user's candidates first, the demo's only without them
+    state.RR_CORPUS.set(own_corpora[-1] if own_corpora else corpora[0])
 qrels_names = ws.names("qrels")
-if state.RR_QRELS.get() not in [*qrels_names, "(none)"]:
-    state.RR_QRELS.set("Demo rerank qrels" if "Demo rerank qrels" in qrels_names else "(none)")
+own_qrels = [n for n in qrels_names if ws.entry("qrels", n).origin != "demo"]
+chosen_corpus = state.RR_CORPUS.get()
+corpus_is_demo = chosen_corpus is not None and ws.entry("corpus", chosen_corpus).origin == "demo"
+demo_qrels_on_own = not corpus_is_demo and bool(own_qrels) and state.RR_QRELS.get() == "Demo rerank qrels"
+if state.RR_QRELS.get() not in [*qrels_names, "(none)"] or demo_qrels_on_own:
+    # the sidebar's qrels when they are the user's; the demo's only with the demo candidates
+    sidebar_qrels = state.SEL_QRELS.get()
+    if corpus_is_demo and "Demo rerank qrels" in qrels_names:
+        default_qrels = "Demo rerank qrels"
+    elif own_qrels:
+        default_qrels = sidebar_qrels if sidebar_qrels in own_qrels else own_qrels[-1]
+    else:
+        default_qrels = "(none)"
+    state.RR_QRELS.set(default_qrels)
 
 c1, c2, c3 = st.columns([2, 2, 1])
 corpus_name = c1.selectbox("Candidates", corpora, key=state.RR_CORPUS.key, format_func=ui.demo_label(ws, "corpus"))
@@ -145,7 +148,13 @@ n_queries = c3.number_input(
     key="rr_nq",
     help="Rerank only the first N queries (handy for a cheap first look).",
 )
+total_queries = cands.n_queries
 cands = cands.subset(cands.qids[: int(n_queries)])
+if qrels_name != "(none)":
+    overlap = reports.coverage(cands, total_queries, ws.get("qrels", qrels_name))
+    warning = overlap.warning(corpus_name, qrels_name)
+    if warning:
+        st.warning(ui.escape_markdown(warning))
 
 # ---- provider ---------------------------------------------------------------------------------------
 st.subheader("Provider")
@@ -202,55 +211,82 @@ if provider_kind == "openai":
 
 # ---- strategy ---------------------------------------------------------------------------------------
 st.subheader("Strategy")
+names = list(strategy_table.TABLE)  # every registered strategy (plug-ins included), in menu order
 if st.toggle("Compare strategies", key="rr_compare"):
     strategies = st.multiselect(
         "Strategies",
-        list(STRATEGIES),
-        default=["rankgpt", "prp", "tourrank"],
+        names,
+        default=[n for n in ("rankgpt", "prp", "tourrank") if n in names],
         key="rr_strategies",
-        format_func=LABELS.__getitem__,
+        format_func=reports.strategy_label,
     )
 else:
     strategy = st.selectbox(
-        "Strategy", list(STRATEGIES), key=state.RR_STRATEGY, format_func=LABELS.__getitem__, bind="query-params"
+        "Strategy", names, key=state.RR_STRATEGY, format_func=reports.strategy_label, bind="query-params"
     )
     strategies = [strategy]
-params: dict[str, dict[str, Any]] = {}
-cols = st.columns(4)
-if "rankgpt" in strategies:
-    params["rankgpt"] = {
-        "window": cols[0].number_input("Window", 2, 100, DEFAULTS["rankgpt"]["window"], key="rr_window"),
-        "stride": cols[1].number_input("Stride", 1, 100, DEFAULTS["rankgpt"]["stride"], key="rr_stride"),
-    }
-if "prp" in strategies:
-    params["prp"] = {"passes": cols[2].number_input("PRP passes", 1, 50, DEFAULTS["prp"]["passes"], key="rr_passes")}
-if "tourrank" in strategies:
-    rounds = cols[3].number_input("TourRank rounds", 1, 20, 2, key="rr_rounds")
-    stages_text = st.text_input(
-        "TourRank stages (GxS:K, blank = derived plan)",
-        key="rr_stages",
-        help="Blank: the paper plan for 100 candidates ("
-        + ", ".join(f"{g}x{s}:{k}" for g, s, k in PAPER_STAGES)
-        + "), else one group halving each stage.",
-    )
-    params["tourrank"] = {"rounds": rounds, "seed": 13}
-    if stages_text.strip():
-        try:
-            params["tourrank"]["stages"] = parse_stages(stages_text)
-        except RankLensError as exc:
-            ui.show_error(exc)
-            st.stop()
-if "pointwise" in strategies:
-    scale = st.radio("Grade scale", ["3", "10"], horizontal=True, key="rr_scale", format_func=lambda s: f"0-{s}")
-    params["pointwise"] = {"scale": int(scale)}
-if "prp-allpairs" in strategies:
-    params["prp-allpairs"] = {
-        "max_docs": st.number_input(
-            "All pairs: judge the first N candidates", 2, 50, 20, key="rr_maxdocs", help="n(n-1) calls per query."
+
+
+def _param_widget(f: reports.ParamField, where: Any) -> Any:
+    """The widget of one strategy parameter (from the strategy table's defaults)."""
+    key = f"rr_p_{f.strategy}_{f.name}"
+    if f.kind == "bool":
+        return where.toggle(f.label, value=bool(f.default), key=key, help=f.help or None)
+    if f.kind == "choice":
+        return where.selectbox(
+            f.label,
+            list(f.options),
+            index=list(f.options).index(f.default) if f.default in f.options else 0,
+            key=key,
+            help=f.help or None,
+            format_func=lambda v: "none" if v is None else (f"0-{v}" if f.name == "scale" else str(v)),
         )
-    }
+    if f.kind in ("int", "optional_int"):
+        low = int(f.low) if f.low is not None else None
+        high = int(f.high) if f.high is not None else None
+        value = f.default if f.default is None or low is None else max(int(f.default), low)
+        return where.number_input(f.label, low, high, value, 1, key=key, help=f.help or None)
+    if f.kind == "float":
+        return where.number_input(
+            f.label, f.low, f.high, float(f.default), f.step, key=key, help=f.help or None, format="%.3f"
+        )
+    text_help = f.help or (
+        "Blank: the paper plan for 100 candidates ("
+        + ", ".join(f"{g}x{s}:{k}" for g, s, k in PAPER_STAGES)
+        + "), else one group halving each stage."
+        if f.name == "stages"
+        else "Blank: the default; a JSON value otherwise."
+    )
+    return where.text_input(f.label, key=key, help=text_help)
+
+
+params: dict[str, dict[str, Any]] = {}
+for s in strategies:
+    fields = reports.param_fields(s)
+    if not fields:
+        continue
+    box = st.container(border=True) if len(strategies) > 1 else st.container()
+    if len(strategies) > 1:
+        box.markdown(f"**{ui.escape_markdown(reports.strategy_label(s))}**")
+    cols = box.columns(4)
+    values: dict[str, Any] = {}
+    for i, f in enumerate(fields):
+        values[f.name] = _param_widget(f, cols[i % 4])
+    try:
+        params[s] = {f.name: reports.read_param(f, values[f.name]) for f in fields}
+        reports.check_params(s, params[s])
+    except RankLensError as exc:
+        ui.show_error(exc)
+        st.stop()
 o1, o2, o3, o4 = st.columns(4)
-concurrency = o1.number_input("Concurrency", 1, 64, 1 if PROVIDERS[provider_kind].offline else 8, key="rr_conc")
+concurrency = o1.number_input(  # one widget per provider: switching to openai starts at its default (8)
+    "Concurrency",
+    1,
+    64,
+    1 if PROVIDERS[provider_kind].offline else 8,
+    key=f"rr_conc_{provider_kind}",
+    help="Calls in flight at once.",
+)
 max_chars = o2.number_input(
     "Max characters per passage",
     0,
@@ -275,11 +311,28 @@ try:
 except RankLensError as exc:
     ui.show_error(exc)
     st.stop()
-st.markdown("**Estimate before running** (exact call counts; tokens ≈ characters / 4)")
+st.markdown(
+    "**Estimate before running** (exact call counts, or their bounds where they depend on the model's answers; "
+    "tokens ≈ characters / 4)"
+)
 st.dataframe(reports.estimate_table(estimates), hide_index=True, width="stretch", placeholder="—")
-
+paid = not PROVIDERS[provider_kind].offline
+confirmed = True
+if paid and strategies:  # a paid run starts only after the user confirms the estimate shown
+    summary = reports.confirmation_text(estimates, prices)
+    digest = cache.bytes_digest(summary.encode())[:12]
+    confirmed = st.checkbox(
+        f"I confirm this run: {summary}",
+        key=f"rr_confirm_{digest}",  # a changed estimate asks again
+        help="Calls to a paid API are billed; the estimate counts no re-asks or retries.",
+    )
 run_clicked = st.button(
-    "Run reranking", type="primary", key="rr_run", icon=":material/play_arrow:", disabled=not strategies
+    "Run reranking",
+    type="primary",
+    key="rr_run",
+    icon=":material/play_arrow:",
+    disabled=not strategies or not confirmed,
+    help=None if confirmed else "Confirm the estimate above first.",
 )
 
 
@@ -333,7 +386,14 @@ if run_clicked:
         except Exception as exc:  # noqa: BLE001 - never a traceback on the page
             text = f"{s}: {type(exc).__name__}: {exc}"
             failures.append(provider.redact(text) if provider is not None else text)
-    bar.progress(1.0, text="Done.")
+    done_queries = sum(len(r.results) for r in results)
+    asked = cands.n_queries * len(strategies)
+    if done_queries == 0:  # never "Done." when nothing was reranked
+        bar.progress(1.0, text=f"Failed: no query was reranked ({asked:,} attempted).")
+    elif done_queries < asked:
+        bar.progress(1.0, text=f"Done with failures: {done_queries:,} of {asked:,} query runs reranked.")
+    else:
+        bar.progress(1.0, text="Done.")
     state.RR_RESULTS.set(state.RerankOutcome(results, failures, qrels_name, cands, cands.to_run("first stage")))
 
 outcome = state.RR_RESULTS.get()
@@ -348,14 +408,29 @@ cands_run = outcome.cands
 q_for_metrics = ws.get("qrels", outcome.qrels) if outcome.qrels in ws.names("qrels") else None
 
 # ---- comparison ---------------------------------------------------------------------------------------
+full = ws.get("corpus", corpus_name)
+run_total = full.n_queries if tuple(full.qids[: cands_run.n_queries]) == tuple(cands_run.qids) else cands_run.n_queries
+cover = reports.coverage(cands_run, run_total, q_for_metrics) if q_for_metrics is not None else None
+if cover is not None:
+    st.caption(ui.escape_markdown(cover.sentence()))
+    if cover.judged == 0:
+        q_for_metrics = None  # nothing to average over
+    else:
+        q_for_metrics = reports.qrels_for(cands_run, q_for_metrics)  # means over the reranked queries only
 ran = [r for r in outcome.results if r.run is not None]
-if len(ran) > 1 and q_for_metrics is not None:
+if len(outcome.results) > 1 and ran and q_for_metrics is not None:
     st.subheader("Comparison")
-    table = comparison_table(cands_run, q_for_metrics, ran)
+    st.caption(
+        "Same candidates for every strategy. Quality: tie-aware means (expected over the orders of tied "
+        "scores) over the reranked queries; a failed query scores 0."
+    )
+    table = reports.comparison_report(cands_run, q_for_metrics, outcome.results)
     config = {c: st.column_config.NumberColumn(format="%.4f") for c in METRICS}
     st.dataframe(table, hide_index=True, width="stretch", column_config=config, placeholder="—")
     ui.download_csv(table, "rerank_comparison.csv", key="rr_dl_cmp")
-    reranked = table[table["method"] != "original"].rename(columns={"method": "strategy"})
+    reranked = table[table["method"] != "original"].rename(
+        columns={"method": "strategy", "cost / query (USD)": "cost_per_query", "calls / query": "calls_per_query"}
+    )
     st.plotly_chart(cost_quality_figure(reranked), width="stretch")
 
 names = [r.strategy for r in outcome.results]

@@ -43,6 +43,15 @@ def _text(raw: bytes, name: str) -> str:
     return strip_bom(raw).decode("utf-8")
 
 
+def _json_kind(value: object) -> str:
+    """How a JSON value that is not a string reads in an error message."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "an object" if isinstance(value, dict) else "a list"
+
+
 def read_candidates(data: Source, *, filename: str | None = None, name: str | None = None) -> CandidateSet:
     """JSONL candidates, one query per line; candidates keep the file order (first-stage order)."""
     raw, display = load_bytes(data, filename)
@@ -97,9 +106,25 @@ def read_candidates(data: Source, *, filename: str | None = None, name: str | No
                 )
             docs_seen.add(docid)
             docids.append(docid)
-            texts.append(str(c["text"]))
+            text = c["text"]
+            if isinstance(text, (dict, list, bool)) or text is None:
+                raise DataError(
+                    f"query {qid!r}: candidate {i} ({docid!r}): 'text' is {_json_kind(text)}",
+                    file=display,
+                    line=number,
+                    expected="the passage text as a JSON string",
+                )
+            texts.append(str(text))
             if has_score:
-                scores.append(float(c["score"]))
+                score = float(c["score"])
+                if not math.isfinite(score):
+                    raise DataError(
+                        f"query {qid!r}: candidate {i} ({docid!r}) has a non-finite score ({score})",
+                        file=display,
+                        line=number,
+                        expected="a finite number (or no score)",
+                    )
+                scores.append(score)
         queries.append(
             QueryCandidates(qid, str(obj["query"]), tuple(docids), tuple(texts), tuple(scores) if has_score else None)
         )

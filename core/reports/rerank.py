@@ -1,18 +1,188 @@
-"""Tables of the Rerank page: the estimate before a run, the usage after it, each query's
-outcome and the call log, metrics before and after, and one query's list before and after.
-(The strategy comparison is `core.rerank.compare.comparison_table`.)"""
+"""Tables of the Rerank page: the strategy parameter forms (read from the strategy table), the
+estimate before a run and what the user confirms, the usage after it, each query's outcome and
+the call log, metrics before and after over the reranked queries, the comparison over
+strategies, and one query's list before and after."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.data import Qrels
 from core.metrics import Evaluation
-from core.rerank import BatchResult, Estimate, Usage
+from core.rerank import BatchResult, Estimate, Prices, Usage
 from core.rerank.candidates import CandidateSet, QueryCandidates
+from core.rerank.compare import comparison_frame
+from core.rerank.strategies import TABLE, parse_stages
+
+#: Menu labels of the built-in strategies (a plug-in registered by name shows its name).
+STRATEGY_LABELS: dict[str, str] = {
+    "rankgpt": "RankGPT sliding window (listwise)",
+    "prp": "PRP-Sliding-K (pairwise)",
+    "tourrank": "TourRank-r (tournament)",
+    "pointwise": "Pointwise grades (ties!)",
+    "prp-allpairs": "PRP all pairs + Bradley-Terry",
+    "setwise": "Setwise heapsort (pick the best of c)",
+    "acurank": "AcuRank (TrueSkill, adaptive rounds)",
+    "firsttoken": "First-token listwise scoring (logprobs)",
+}
+
+
+def strategy_label(name: str) -> str:
+    """The menu label of ``name`` (its name for a plug-in)."""
+    return STRATEGY_LABELS.get(name, name)
+
+
+@dataclass(frozen=True)
+class ParamField:
+    """One strategy parameter as a form field. ``kind``: ``int``, ``float``, ``bool``,
+    ``optional_int`` (blank = none), ``choice`` (one of ``options``) or ``text`` (blank = the
+    default; read by `read_param`)."""
+
+    strategy: str
+    name: str
+    label: str
+    kind: str
+    default: Any
+    help: str = ""
+    low: float | None = None
+    high: float | None = None
+    step: float | None = None
+    options: tuple[Any, ...] = field(default_factory=tuple)
+
+
+#: Form hints per parameter name, then per (strategy, name); anything else is read from the
+#: default's type (a plug-in's parameters get a plain field).
+_HINTS: dict[str, dict[str, Any]] = {
+    "window": {"label": "Window", "low": 2, "high": 100, "help": "Passages shown per listwise call."},
+    "stride": {"label": "Stride", "low": 1, "high": 100, "help": "How far the window moves back each call."},
+    "passes": {"label": "PRP passes", "low": 1, "high": 50},
+    "rounds": {"label": "TourRank rounds", "low": 1, "high": 20},
+    "seed": {"label": "Shuffle seed", "low": -(2**31), "high": 2**31},
+    "stages": {"label": "TourRank stages (GxS:K, blank = derived plan)", "kind": "text"},
+    "scale": {"label": "Grade scale", "kind": "choice", "options": (3, 10)},
+    "max_docs": {"label": "All pairs: judge the first N", "low": 2, "high": 50, "help": "n(n-1) calls per query."},
+    "set_size": {
+        "label": "Set size",
+        "low": 3,
+        "high": 20,
+        "help": "Passages shown per call (the best one is picked).",
+    },
+    "top_k": {
+        "label": "Top k (blank = all)",
+        "kind": "optional_int",
+        "low": 0,
+        "high": 10_000,
+        "help": "Rank only the first k; the rest keep their first-stage order after them.",
+    },
+    "target_rank": {"label": "Target rank K", "low": 1, "high": 1000, "help": "The top-K whose members are refined."},
+    "tolerance": {"label": "Tolerance", "low": 0.001, "high": 0.499, "step": 0.005},
+    "uncertain_threshold": {"label": "Uncertain threshold", "low": 1, "high": 1000},
+    "budget": {
+        "label": "Budget (adaptive calls, blank = none)",
+        "kind": "optional_int",
+        "low": 0,
+        "high": 100_000,
+        "help": "Without a budget the number of calls has no upper bound.",
+    },
+    "initial_pass": {"label": "Initial pass", "help": "First rank the input order in windows."},
+    "priors": {
+        "label": "Priors",
+        "kind": "choice",
+        "options": (None, "first-stage"),
+        "help": "Start each passage's rating from its first-stage score (every score must be > 0).",
+    },
+}
+_STRATEGY_HINTS: dict[tuple[str, str], dict[str, Any]] = {
+    ("acurank", "window"): {"low": 1, "help": "Passages per listwise call (1: no call)."},
+    ("pointwise", "scale"): {"label": "Grade scale (0-3 or 0-10)"},
+}
+
+
+def param_fields(strategy: str) -> list[ParamField]:
+    """The form of ``strategy``'s parameters, in the order of its table row's defaults."""
+    out = []
+    for name, default in TABLE[strategy].defaults.items():
+        hint = {**_HINTS.get(name, {}), **_STRATEGY_HINTS.get((strategy, name), {})}
+        kind = hint.get("kind")
+        if kind is None:
+            if isinstance(default, bool):
+                kind = "bool"
+            elif isinstance(default, int):
+                kind = "int"
+            elif isinstance(default, float):
+                kind = "float"
+            else:
+                kind = "text"
+        out.append(
+            ParamField(
+                strategy,
+                name,
+                hint.get("label", name.replace("_", " ").capitalize()),
+                kind,
+                default,
+                hint.get("help", ""),
+                hint.get("low"),
+                hint.get("high"),
+                hint.get("step"),
+                tuple(hint.get("options", ())),
+            )
+        )
+    return out
+
+
+def read_param(f: ParamField, raw: Any) -> Any:
+    """The parameter value of a field's widget value: blank text is the default; TourRank
+    stages are read as ``GxS:K,...``; other text as JSON (else the text itself)."""
+    if f.kind != "text":
+        return raw
+    text = str(raw or "").strip()
+    if not text:
+        return f.default
+    if f.name == "stages":
+        return parse_stages(text)
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def check_params(strategy: str, params: Mapping[str, Any]) -> None:
+    """Raise `RerankConfigError` for a bad value (the strategy's own check)."""
+    from core.rerank.strategies import resolve_params
+
+    resolve_params(strategy, dict(params))
+
+
+def calls_range_text(e: Estimate) -> str:
+    """``"exact"``, ``"80 – 120"`` or ``"≥ 80 (no cap)"`` for the estimate table."""
+    if e.call_range is None:
+        return "exact"
+    low, high = e.call_range
+    return f"≥ {low:,} (no cap)" if high is None else f"{low:,} – {high:,}"
+
+
+def confirmation_text(estimates: Sequence[Estimate], prices: Prices) -> str:
+    """What the user confirms before a paid run: the calls (exact, bounds, or at least) and the
+    estimated cost of every chosen strategy, e.g. ``rankgpt: 28 calls, ≈ $0.0123``."""
+    parts = []
+    for e in estimates:
+        cost = f"≈ ${e.cost:,.4f}"
+        if e.call_range is not None and e.call_range[1] is None:
+            cost = f"at least {cost}"
+        elif e.call_range is not None:
+            cost = f"at most {cost}"
+        priced = "" if prices.input_per_1m or prices.output_per_1m else " (no prices set)"
+        parts.append(f"{e.strategy}: {e.calls_text()}, {cost}{priced}")
+    return "; ".join(parts)
+
 
 #: tie policy -> the label of its rows in `metrics_table`
 TIES_LABELS: dict[str, str] = {"trec": "traditional (trec_eval ties)", "expected": "tie-aware (expected)"}
@@ -21,14 +191,16 @@ PASSAGE_CHARS = 140
 
 
 def estimate_table(estimates: Sequence[Estimate]) -> pd.DataFrame:
-    """One row per strategy: queries, exact calls (total and the largest per query),
-    estimated prompt / completion tokens and cost (USD, 4 decimals)."""
+    """One row per strategy: queries, calls (total: exact, else the most, or the fewest when
+    nothing bounds them; ``call range`` says which), the largest per query, estimated prompt /
+    completion tokens and cost (USD, 4 decimals)."""
     return pd.DataFrame(
         [
             {
                 "strategy": e.strategy,
                 "queries": e.queries,
                 "calls": e.calls,
+                "call range": calls_range_text(e),
                 "max calls / query": e.max_calls_per_query,
                 "est. prompt tokens": e.prompt_tokens,
                 "est. completion tokens": e.completion_tokens,
@@ -40,8 +212,8 @@ def estimate_table(estimates: Sequence[Estimate]) -> pd.DataFrame:
 
 
 def usage_table(u: Usage) -> pd.DataFrame:
-    """One row: the `Usage` of a run as shown (rates 4 decimals, cost 6, latencies and wall
-    time 2)."""
+    """One row: the `Usage` of a run with human headers and units (invalid replies in % with
+    1 decimal, cost in USD with 6, latencies in ms with 1, wall time in s with 2)."""
     return pd.DataFrame(
         [
             {
@@ -51,20 +223,104 @@ def usage_table(u: Usage) -> pd.DataFrame:
                 "estimated calls": u.estimated_calls,
                 "actual calls": u.calls,
                 "re-asks": u.reasks,
-                "invalid rate": round(u.invalid_rate, 4),
+                "invalid replies (%)": round(100 * u.invalid_rate, 1),
                 "fallbacks": u.fallbacks,
                 "cache hits": u.cache_hits,
                 "retries": u.transport_retries,
                 "prompt tokens": u.prompt_tokens,
                 "completion tokens": u.completion_tokens,
                 "cost (USD)": round(u.cost, 6),
-                "call p50 ms": round(u.call_p50_ms, 2),
-                "call p95 ms": round(u.call_p95_ms, 2),
-                "truncated": u.truncated,
-                "wall s": round(u.wall_s, 2),
+                "call p50 (ms)": round(u.call_p50_ms, 1),
+                "call p95 (ms)": round(u.call_p95_ms, 1),
+                "truncated passages": u.truncated,
+                "wall time (s)": round(u.wall_s, 2),
             }
         ]
     )
+
+
+# ---- the queries a run covers ------------------------------------------------------------------
+def qrels_for(cands: CandidateSet, qrels: Qrels) -> Qrels:
+    """``qrels`` restricted to the queries of ``cands`` (the reranked ones): means then run over
+    those queries only, not over every judged query."""
+    keep = pc.is_in(qrels.table["qid"], value_set=pa.array(list(cands.qids), type=pa.string()))
+    return Qrels.from_table(qrels.table.filter(keep), qrels.name, source=qrels.source)
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """How the reranked queries meet the qrels: ``reranked`` of ``total`` candidate queries,
+    ``judged`` of them in the qrels (metrics are means over those), ``qrels_queries`` in all."""
+
+    reranked: int
+    total: int
+    judged: int
+    qrels_queries: int
+
+    def sentence(self) -> str:
+        """E.g. ``2 of 14 queries reranked; metrics over those 2.``"""
+        head = (
+            f"{_n_queries(self.reranked)} reranked"
+            if self.reranked == self.total
+            else (f"{self.reranked:,} of {_n_queries(self.total)} reranked")
+        )
+        if self.judged == self.reranked:
+            tail = f"metrics over {'that query' if self.judged == 1 else f'those {self.judged:,}'}."
+        elif self.judged == 0:
+            tail = "none of them is in the qrels: no metric."
+        else:
+            tail = f"metrics over the {self.judged:,} of them with judgements."
+        return f"{head}; {tail}"
+
+    def warning(self, cands_name: str, qrels_name: str) -> str | None:
+        """A sentence with the counts when fewer than half of the reranked queries are judged
+        (None otherwise). Names come from the user's files: escape before Markdown."""
+        if self.reranked and self.judged * 2 >= self.reranked:
+            return None
+        counts = f"(candidates: {_n_queries(self.reranked)}, qrels: {_n_queries(self.qrels_queries)})"
+        if self.judged == 0:
+            return f"The candidates {cands_name!r} share no queries with qrels {qrels_name!r} {counts}: no metric."
+        return (
+            f"The candidates {cands_name!r} share only {self.judged:,} of their {self.reranked:,} queries with "
+            f"qrels {qrels_name!r} {counts}: metrics are over those {self.judged:,}."
+        )
+
+
+def _n_queries(n: int) -> str:
+    return f"{n:,} query" if n == 1 else f"{n:,} queries"
+
+
+def coverage(cands: CandidateSet, total: int, qrels: Qrels) -> Coverage:
+    """The `Coverage` of ``cands`` (``total``: queries of the full candidate set)."""
+    judged = qrels.qid_dictionary
+    inside = pc.is_in(pa.array(list(cands.qids), type=pa.string()), value_set=judged.cast(pa.string()))
+    return Coverage(cands.n_queries, total, int(pc.sum(inside).as_py() or 0), len(judged))
+
+
+# ---- comparison ----------------------------------------------------------------------------------
+#: The comparison's quality columns (tie-aware means over the reranked, judged queries).
+COMPARE_METRICS = ("ndcg@10", "mrr@10", "map", "recall@10")
+
+
+def comparison_report(cands: CandidateSet, qrels: Qrels, results: Sequence[BatchResult]) -> pd.DataFrame:
+    """Strategies on the same candidates with human headers: method (``original`` first), the
+    tie-aware quality (`COMPARE_METRICS`, 4 decimals; a failed query scores 0), failed queries,
+    calls (total and per query, 1 decimal), tokens, cost (USD, total 4 and per query 6
+    decimals), query latency p50 / p95 (s, 2 decimals) and invalid replies (%, 1 decimal)."""
+    frame = comparison_frame(cands, qrels, results, ties="expected", metrics=COMPARE_METRICS)
+    out = pd.DataFrame({"method": frame["method"]})
+    for m in COMPARE_METRICS:
+        out[m] = frame[m].astype(float).round(4)
+    out["failed queries"] = frame["failed_queries"].astype(int)
+    out["calls"] = frame["total_calls"].astype(int)
+    out["calls / query"] = frame["calls_per_query"].astype(float).round(1)
+    out["tokens"] = frame["tokens"].astype(int)
+    out["cost (USD)"] = frame["cost"].astype(float).round(4)
+    out["cost / query (USD)"] = frame["cost_per_query"].astype(float).round(6)
+    out["latency p50 / query (s)"] = (frame["p50_ms"].astype(float) / 1000).round(2)
+    out["latency p95 / query (s)"] = (frame["p95_ms"].astype(float) / 1000).round(2)
+    out["invalid replies (%)"] = (100 * frame["invalid_rate"].astype(float)).round(1)
+    return out
 
 
 def per_query_table(result: BatchResult) -> pd.DataFrame:

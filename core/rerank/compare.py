@@ -33,17 +33,28 @@ COLUMNS = [
 ]
 
 
-def comparison_table(
-    cands: CandidateSet, qrels: Qrels, results: Sequence[BatchResult], ties: str = "trec"
+#: Columns `comparison_frame` adds to `COLUMNS` (besides its own metrics).
+EXTRA = ["failed_queries", "tokens", "cost"]
+
+
+def comparison_frame(
+    cands: CandidateSet,
+    qrels: Qrels,
+    results: Sequence[BatchResult],
+    ties: str = "trec",
+    metrics: Sequence[str] = QUALITY,
 ) -> pd.DataFrame:
-    """The table (columns `COLUMNS`): the first-stage order, then one row per result."""
+    """The first-stage order (``original``), then one row per result: ``metrics`` (means under
+    ``ties``; a result whose every query failed scores 0), the columns of `COLUMNS` after the
+    quality ones, and `EXTRA` (failed queries, billed prompt + completion tokens, cost USD).
+    Strategy runs are evaluated together with the first stage, over the queries of ``qrels``."""
     first = cands.to_run("original")
     runs = [first] + [r.run.renamed(r.strategy) for r in results if r.run is not None]
-    agg = evaluate(runs, qrels, QUALITY, ties=ties).aggregate
+    agg = evaluate(runs, qrels, list(metrics), ties=ties).aggregate
     rows = [
         {
             "method": "original",
-            **{m: float(agg.loc["original", m]) for m in QUALITY},
+            **{m: float(agg.loc["original", m]) for m in metrics},
             "p50_ms": 0.0,
             "p95_ms": 0.0,
             "invalid_rate": 0.0,
@@ -51,11 +62,14 @@ def comparison_table(
             "total_calls": 0,
             "cost_per_query": 0.0,
             "queries": cands.n_queries,
+            "failed_queries": 0,
+            "tokens": 0,
+            "cost": 0.0,
         }
     ]
     for r in results:
         u = r.usage
-        quality = {m: float(agg.loc[r.strategy, m]) if r.run is not None else 0.0 for m in QUALITY}
+        quality = {m: float(agg.loc[r.strategy, m]) if r.run is not None else 0.0 for m in metrics}
         rows.append(
             {
                 "method": r.strategy,
@@ -67,9 +81,19 @@ def comparison_table(
                 "total_calls": u.calls,
                 "cost_per_query": u.cost_per_query,
                 "queries": u.queries,
+                "failed_queries": u.failed_queries,
+                "tokens": u.prompt_tokens + u.completion_tokens,
+                "cost": u.cost,
             }
         )
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return pd.DataFrame(rows, columns=["method", *metrics, *COLUMNS[1 + len(QUALITY) :], *EXTRA])
+
+
+def comparison_table(
+    cands: CandidateSet, qrels: Qrels, results: Sequence[BatchResult], ties: str = "trec"
+) -> pd.DataFrame:
+    """ranksmith's table (columns `COLUMNS`): the first-stage order, then one row per result."""
+    return comparison_frame(cands, qrels, results, ties)[COLUMNS]
 
 
 def run_comparison(

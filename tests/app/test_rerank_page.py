@@ -18,6 +18,16 @@ def _open(at: AppTest) -> AppTest:
 _titles = chart_titles
 
 
+def _confirm(at: AppTest) -> AppTest:
+    """Tick the confirmation a paid (openai) run asks for: the estimate shown before the run."""
+    assert at.button(key="rr_run").disabled  # not before the estimate is confirmed
+    box = next(c for c in at.checkbox if c.key.startswith("rr_confirm_"))
+    assert box.label.startswith("I confirm this run: ") and " calls, " in box.label
+    box.check().run()
+    assert not at.button(key="rr_run").disabled
+    return at
+
+
 def test_estimate_then_run_rankgpt_on_demo(app):
     at = _open(app)
     assert at.title[0].value == "Rerank"
@@ -72,7 +82,7 @@ def test_openai_without_key_shows_a_readable_error_and_no_traceback(app, monkeyp
     at.radio(key="rr_provider").set_value("openai").run()
     assert any("No API key" in w.value for w in at.warning)
     at.number_input(key="rr_nq").set_value(1).run()
-    at.button(key="rr_run").click().run()
+    _confirm(at).button(key="rr_run").click().run()
     assert not at.exception
     assert any("no API key" in e.value for e in at.error)
 
@@ -92,7 +102,7 @@ def test_openai_against_local_server_key_stays_in_session(app, tmp_path, monkeyp
         at.text_input(key="rr_base_url").input(srv.base_url).run()
         at.text_input(key="rr_api_key").input(secret).run()
         at.number_input(key="rr_nq").set_value(2).run()
-        at.button(key="rr_run").click().run()
+        _confirm(at).button(key="rr_run").click().run()
         assert not at.exception, [e.value for e in at.exception]
         n_requests = len(srv.requests)
     assert n_requests == 4  # 2 queries x 2 windows; the demo passages carry no score hints: any valid reply
@@ -208,3 +218,165 @@ def test_strict_every_query_failed_still_shows_why(app):
     per_query = next(d.value for d in at.dataframe if "status" in d.value.columns)
     assert per_query["status"].tolist() == ["failed"] * 3
     assert not at.table  # no metrics without a run
+
+
+# ---- issue 14: every strategy of the table, bounds, comparison; issue 11: the user's data first ----
+def _progress_texts(at: AppTest) -> list[str]:
+    return [p.proto.text for p in at.get("progress")]
+
+
+def test_every_table_strategy_is_offered_with_its_parameters(app, monkeypatch):
+    from core.rerank import strategies as table
+    from core.rerank.strategies import StrategySpec
+
+    plugin = StrategySpec(  # a plug-in registered by name appears with its parameters
+        "reverse-plugin",
+        {"depth": 4},
+        lambda p: None,
+        lambda n, p: table.TABLE["rankgpt"].traversal(n, {"window": p["depth"], "stride": 1}),
+        lambda n, p: 1,
+        lambda n, p: 1,
+        lambda n, p: [("rank", min(n, p["depth"]), 1)],
+    )
+    monkeypatch.setitem(table.TABLE, "reverse-plugin", plugin)
+    at = _open(app)
+    options = at.selectbox(key="rr_strategy").options
+    assert len(options) == len(table.TABLE)
+    assert "Setwise heapsort (pick the best of c)" in options and "AcuRank (TrueSkill, adaptive rounds)" in options
+    assert "reverse-plugin" in options
+    at.selectbox(key="rr_strategy").set_value("reverse-plugin").run()
+    assert at.number_input(key="rr_p_reverse-plugin_depth").value == 4
+    at.selectbox(key="rr_strategy").set_value("setwise").run()
+    assert at.number_input(key="rr_p_setwise_set_size").value == 3
+    assert at.number_input(key="rr_p_setwise_top_k").value is None
+    est = at.dataframe[0].value
+    assert est["call range"].iloc[0].count("–") == 1  # answer-dependent: fewest – most
+    at.number_input(key="rr_p_setwise_set_size").set_value(2).run()  # refused by the number field's minimum
+    assert at.number_input(key="rr_p_setwise_set_size").value == 3
+    at.selectbox(key="rr_strategy").set_value("acurank").run()
+    assert at.toggle(key="rr_p_acurank_initial_pass").value is True
+    assert at.number_input(key="rr_p_acurank_budget").value is None
+    assert at.dataframe[0].value["call range"].iloc[0].endswith("(no cap)")
+    at.number_input(key="rr_p_acurank_budget").set_value(2).run()
+    assert "–" in at.dataframe[0].value["call range"].iloc[0]
+
+
+def test_setwise_and_acurank_run_and_compare_on_the_same_candidates(app):
+    at = _open(app)
+    at.toggle(key="rr_compare").set_value(True).run()
+    at.multiselect(key="rr_strategies").set_value(["rankgpt", "setwise", "acurank"]).run()
+    at.number_input(key="rr_p_setwise_top_k").set_value(10).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    table = next(d.value for d in at.dataframe if "method" in d.value.columns)
+    assert table["method"].tolist() == ["original", "rankgpt", "setwise", "acurank"]
+    assert list(table.columns[:5]) == ["method", "ndcg@10", "mrr@10", "map", "recall@10"]
+    for header in ("calls", "calls / query", "tokens", "cost (USD)", "latency p50 / query (s)", "invalid replies (%)"):
+        assert header in table.columns
+    assert (table["calls"].iloc[1:] > 0).all()
+    assert any("tie-aware" in c.value for c in at.caption)
+    assert "Done." in _progress_texts(at)
+    at.selectbox(key="rr_show").set_value("acurank").run()
+    assert not at.exception
+    usage = next(d.value for d in at.dataframe if "actual calls" in d.value.columns)
+    assert {"invalid replies (%)", "call p50 (ms)", "wall time (s)", "cost (USD)"} <= set(usage.columns)
+
+
+def test_a_subset_of_queries_is_evaluated_over_those_queries_only(app):
+    from core.demo import load_demo
+    from core.metrics import evaluate
+    from core.rerank import make_provider, rerank_candidates
+
+    at = _open(app)
+    at.number_input(key="rr_nq").set_value(2).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception and not at.error
+    assert any(c.value == "2 of 14 queries reranked; metrics over those 2." for c in at.caption)
+    flat = at.table[0].value.reset_index()
+    trec = flat[flat["ties"].str.startswith("traditional")].set_index("run")
+    items = {kind: obj for kind, _, obj in load_demo("rerank")}
+    cands = items["corpus"].subset(items["corpus"].qids[:2])
+    qrels = items["qrels"]
+    res = rerank_candidates(cands, "rankgpt", make_provider("lexical"))
+    judged = qrels.to_dict()
+    from core.data import Qrels
+
+    sub = Qrels.from_dict({q: judged[q] for q in cands.qids if q in judged})
+    expected = evaluate([res.run.renamed("after")], sub, ["mrr@10"], ties="trec").aggregate.loc["after", "mrr@10"]
+    assert trec.loc["reranked (rankgpt)", "mrr@10"] == round(float(expected), 4)
+
+
+def test_openai_concurrency_default_applies_when_switching_from_lexical(app):
+    at = _open(app)
+    assert at.number_input(key="rr_conc_lexical").value == 1
+    at.radio(key="rr_provider").set_value("openai").run()
+    assert at.number_input(key="rr_conc_openai").value == 8
+    at.radio(key="rr_provider").set_value("lexical").run()
+    assert at.number_input(key="rr_conc_lexical").value == 1
+
+
+def test_every_query_failed_never_says_done(app):
+    at = _open(app)
+    _build_from_run(at)
+    at.number_input(key="rr_maxchars").set_value(5).run()
+    at.toggle(key="rr_strict").set_value(True).run()
+    at.button(key="rr_run").click().run()
+    assert not at.exception
+    texts = _progress_texts(at)
+    assert texts and "Done." not in texts and texts[-1].startswith("Failed: no query was reranked")
+
+
+OWN_QRELS = b"zz1 0 a 1\nzz2 0 d 2\n"
+
+
+def test_own_candidates_and_qrels_come_first_and_no_overlap_is_warned(app):
+    import json
+
+    open_page(app, "data")
+    app.get("file_uploader")[1].set_value(("own.qrels", OWN_QRELS, "text/plain")).run()
+    assert not app.exception
+    at = _open(app)
+    assert at.selectbox(key="rr_qrels").value == "Demo rerank qrels"  # demo candidates: the demo's qrels
+    at.selectbox(key="rr_qrels").set_value("own").run()  # the user's qrels on the demo candidates
+    assert any("share no queries with qrels 'own'" in w.value for w in at.warning)
+    lines = [
+        {
+            "qid": "zz1",
+            "query": "red fox",
+            "candidates": [{"docid": "a", "text": "a red fox"}, {"docid": "b", "text": "x"}],
+        },
+        {"qid": "zz9", "query": "owl", "candidates": [{"docid": "c", "text": "an owl"}, {"docid": "d", "text": "owl"}]},
+        {"qid": "zz8", "query": "sky", "candidates": [{"docid": "e", "text": "blue sky"}, {"docid": "f", "text": "y"}]},
+    ]
+    data = "\n".join(json.dumps(x) for x in lines).encode()
+    at.get("file_uploader")[0].set_value(("mine.jsonl", data, "application/json")).run()
+    assert at.selectbox(key="rr_corpus").value == "mine"
+    assert at.selectbox(key="rr_qrels").value == "own"
+    assert not any("share no queries" in w.value for w in at.warning)
+    assert any("share only 1 of their 3 queries" in w.value for w in at.warning)
+    at.button(key="rr_run").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any(c.value == "3 queries reranked; metrics over the 1 of them with judgements." for c in at.caption)
+
+
+def test_hostile_candidate_uploads_show_an_error_not_a_traceback(app):
+    at = _open(app)
+    deep = (
+        b'{"qid": "q", "query": "x", "candidates": [{"docid": "a", "text": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}]}\n"
+    )
+    nan = b'{"qid": "q", "query": "x", "candidates": [{"docid": "a", "text": "t", "score": NaN}]}\n'
+    obj = b'{"qid": "q", "query": "x", "candidates": [{"docid": "a", "text": {"nested": 1}}]}\n'
+    for name, data, needle in (
+        ("deep.jsonl", deep, "nesting too deep"),
+        ("nan.jsonl", nan, "non-finite score"),
+        ("obj.jsonl", obj, "'text' is an object"),
+    ):
+        at.get("file_uploader")[0].set_value((name, data, "application/json")).run()
+        assert not at.exception, [e.value for e in at.exception]
+        errors = [e.value for e in at.error]
+        assert any(name in e and "line 1" in e and needle in e for e in errors), errors
+        assert at.selectbox(key="rr_corpus").options == ["Demo rerank corpus  ·  demo"]  # nothing lost or added
