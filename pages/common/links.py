@@ -65,7 +65,7 @@ def start(current: Any, pages: list[Any]) -> None:
 
 def _open_at_start() -> None:
     """Open ``?workspace=`` (or the server's default file) as the session's workspace; a
-    failure is kept as an error message and the session starts on the demo data."""
+    failure is shown (escaped) above the page and the session starts on the demo data."""
     value = st.query_params.get(LINK_PARAM)
     try:
         if value:
@@ -75,11 +75,8 @@ def _open_at_start() -> None:
         else:
             return
         opened = load_workspace(source, filename=name)
-    except RankLensError as exc:
-        ui.message("error", ui.escape_markdown(f"Workspace link not opened: {exc}"))
-        return
-    except OSError as exc:
-        ui.message("error", ui.escape_markdown(f"Workspace link not opened: {exc}"))
+    except (RankLensError, OSError) as exc:  # shown on the page the link opened, above it
+        ui.show_error(f"Workspace link not opened: {exc}", escape=True)
         return
     restore(opened)
 
