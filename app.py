@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from core.runtime import tune_process
 from pages.common import links, ui
 
 tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
-st.set_page_config(
-    page_title="RankLens", page_icon=":material/leaderboard:", layout="wide", initial_sidebar_state="expanded"
-)
+#: the favicon is a local file: a Material icon here makes the browser fetch it from a web font host
+ICON = str(Path(__file__).with_name("static") / "icon.png")
+st.set_page_config(page_title="RankLens", page_icon=ICON, layout="wide", initial_sidebar_state="expanded")
 
 # url_path values differ from the file stems on purpose (see STREAMLIT.md: deep links on a
 # fresh server would otherwise run a page without this frame).
@@ -25,5 +27,8 @@ PAGES = [
 
 navigation = st.navigation(PAGES, position="sidebar", expanded=True)
 links.start(navigation, PAGES)  # a session's first run opens ?workspace= / serve --workspace; the view is remembered
-ui.sidebar()
-navigation.run()
+counts = ui.sidebar()
+try:
+    navigation.run()
+finally:  # also after st.stop(): the counts reflect what this very run loaded or removed
+    ui.sidebar_counts(counts)

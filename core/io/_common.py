@@ -399,6 +399,8 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
         return "csv"  # what write_trec_run writes: its first qid may hold "," or start with "{"
     if head.startswith("{"):
         return "jsonl"
+    if _looks_trec(head):  # a TREC line whose docid or tag holds a comma is still TREC
+        return "trec"
     if (
         "," in head
         and len(head.split(",")) >= 2

@@ -4,7 +4,11 @@ Datasets (`Run`, `Qrels`, `Votes`) are keyed by their type, name and content dig
 (`core.data.content_digest`, computed once per object), uploads by a digest of their bytes:
 never by identity, so equal content hits the cache across reruns and sessions, and a key never
 holds a dataset. Every cache is bounded (``max_entries``): a long-running server keeps at most
-that many results (a fused run, a parsed upload, an evaluation...) per wrapper.
+that many results (a fused run, an evaluation...) per wrapper. Parsed uploads, the
+largest objects, are kept in `UPLOADS` instead: bounded by bytes (`UPLOAD_CACHE_MB`) and by
+age (`UPLOAD_CACHE_TTL` seconds) as well as entries, parsed once for every session at once
+(a per-key lock), and dropped by `forget_upload` when a session removes the dataset (its
+memory comes back once no session's workspace holds it).
 
 ``st.cache_resource`` holds immutable results shared without copies (datasets, evaluations,
 tie statistics, leaderboards); ``st.cache_data`` holds DataFrames (a copy per caller). An
@@ -16,7 +20,9 @@ instead, keyed the same way. `clear` empties all of them (tests call it between 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -72,12 +78,164 @@ def frame_digest(frame: pd.DataFrame) -> str:
 
 
 # ---- uploads -----------------------------------------------------------------------------------
-@st.cache_resource(max_entries=16, show_spinner=False)
+def _env_number(name: str, default: float) -> float:
+    """A positive number from the environment variable ``name``, else ``default``."""
+    try:
+        value = float(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return value if value > 0 else default
+
+
+#: the upload cache's bounds: total bytes of the parsed datasets kept (MB), seconds an entry is
+#: kept after it was last used, entries; overridden by RANKLENS_UPLOAD_CACHE_MB / _TTL
+UPLOAD_CACHE_MB: float = _env_number("RANKLENS_UPLOAD_CACHE_MB", 1024.0)
+UPLOAD_CACHE_TTL: float = _env_number("RANKLENS_UPLOAD_CACHE_TTL", 3600.0)
+UPLOAD_CACHE_ENTRIES = 16
+
+
+def footprint(obj: Any) -> int:
+    """Bytes a parsed dataset holds: its Arrow table's buffers (`Run`, `Qrels`, `Votes`), a
+    DataFrame's columns, a candidate set's texts; 0 when unknown."""
+    table = getattr(obj, "table", None)
+    if table is not None and hasattr(table, "nbytes"):
+        return int(table.nbytes)
+    if isinstance(obj, pd.DataFrame):
+        return int(obj.memory_usage(index=True, deep=False).sum())
+    queries = getattr(obj, "queries", None)
+    if queries is not None:
+        return sum(sum(len(t) for t in q.texts) + 64 * len(q.docids) for q in queries)
+    return 0
+
+
+class SizedCache(Generic[K, V]):
+    """A process-wide least-recently-used map bounded by total bytes (``max_bytes``, sizes
+    given by ``size``), by age (an entry unused for ``max_age`` seconds is dropped) and by
+    ``max_entries``. `get_or_compute` runs ``compute`` once per key however many sessions ask
+    at the same time (a per-key lock); a value larger than ``max_bytes`` is returned but not
+    kept. `discard` drops one key, `sweep` the expired ones. Thread-safe."""
+
+    def __init__(
+        self,
+        max_bytes: int,
+        max_age: float,
+        max_entries: int,
+        size: Callable[[V], int],
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.max_age = max_age
+        self.max_entries = max_entries
+        self._size = size
+        self._clock = clock
+        self._items: OrderedDict[K, tuple[V, int, float]] = OrderedDict()
+        self._lock = threading.Lock()
+        self._key_locks: dict[K, threading.Lock] = {}
+
+    @property
+    def nbytes(self) -> int:
+        with self._lock:
+            return sum(n for _, n, _ in self._items.values())
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def _expire(self, now: float) -> None:
+        for key in [k for k, (_, _, used) in self._items.items() if now - used > self.max_age]:
+            del self._items[key]
+
+    def get(self, key: K) -> V | None:
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            found = self._items.get(key)
+            if found is None:
+                return None
+            value, n, _ = found
+            self._items[key] = (value, n, now)
+            self._items.move_to_end(key)
+            return value
+
+    def put(self, key: K, value: V) -> None:
+        n = self._size(value)
+        with self._lock:
+            now = self._clock()
+            self._expire(now)
+            self._items.pop(key, None)
+            if n > self.max_bytes:
+                return
+            self._items[key] = (value, n, now)
+            total = sum(size for _, size, _ in self._items.values())
+            while total > self.max_bytes or len(self._items) > self.max_entries:
+                _, (_, size, _) = self._items.popitem(last=False)
+                total -= size
+
+    def get_or_compute(self, key: K, compute: Callable[[], V]) -> V:
+        found = self.get(key)
+        if found is not None:
+            return found
+        with self._lock:
+            key_lock = self._key_locks.setdefault(key, threading.Lock())
+        with key_lock:
+            found = self.get(key)
+            if found is None:
+                found = compute()
+                self.put(key, found)
+        with self._lock:
+            self._key_locks.pop(key, None)
+        return found
+
+    def discard(self, match: Callable[[K], bool]) -> int:
+        """Drop every key for which ``match`` is true; returns how many."""
+        with self._lock:
+            keys = [k for k in self._items if match(k)]
+            for k in keys:
+                del self._items[k]
+            return len(keys)
+
+    def sweep(self) -> None:
+        with self._lock:
+            self._expire(self._clock())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+def _parsed_size(parsed: list[tuple[str, Any]]) -> int:
+    return sum(footprint(obj) for _, obj in parsed)
+
+
+#: parsed uploads by (kind, file name, bytes digest, duplicates mode)
+UPLOADS: SizedCache[tuple[str, str, str, str], list[tuple[str, Any]]] = SizedCache(
+    int(UPLOAD_CACHE_MB * (1 << 20)), UPLOAD_CACHE_TTL, UPLOAD_CACHE_ENTRIES, _parsed_size
+)
+
+
 def parse(kind: str, filename: str, digest: str, _data: bytes, duplicates: str = "error") -> list[tuple[str, Any]]:
     """The datasets in an upload, as (name, object), parsed once per (kind, name, bytes digest,
-    ``duplicates``: a run's repeated docids refused or ``keep-best``, `core.io.read_runs`); the
-    objects are immutable, so they are shared without copies. Raises the readers' errors."""
+    ``duplicates``: a run's repeated docids refused or ``keep-best``, `core.io.read_runs`) for
+    every session (`UPLOADS`, bounded by bytes and age); the objects are immutable, so they
+    are shared without copies. Raises the readers' errors (nothing is kept then)."""
+    return UPLOADS.get_or_compute(
+        (kind, filename, digest, duplicates), lambda: _parse(kind, filename, _data, duplicates)
+    )
+
+
+def forget_upload(digest: str) -> None:
+    """Drop every parsed copy of the upload with bytes ``digest`` from `UPLOADS` (a session
+    removed its dataset; a session still holding it keeps its own reference)."""
+    UPLOADS.discard(lambda key: key[2] == digest)
+
+
+def _parse(kind: str, filename: str, _data: bytes, duplicates: str) -> list[tuple[str, Any]]:
     from core import io as rio
+    from core.io._common import file_stem
 
     if kind == "run":
         return [(r.name, r) for r in rio.read_runs(_data, filename=filename, duplicates=duplicates)]
@@ -89,7 +247,7 @@ def parse(kind: str, filename: str, digest: str, _data: bytes, duplicates: str =
 
         cs = read_candidates(_data, filename=filename)
         return [(cs.name, cs)]
-    stem = filename.rsplit(".", 1)[0]
+    stem = file_stem(filename) or filename
     if kind == "answers":
         return [(stem, rio.read_answers(_data, filename=filename))]
     if kind == "chunkmap":
@@ -392,9 +550,10 @@ def bootstrap(
 
 
 def clear() -> None:
-    """Empty every cache of this module (Streamlit's and `BOOTSTRAPS`)."""
+    """Empty every cache of this module (Streamlit's, `UPLOADS` and `BOOTSTRAPS`)."""
     st.cache_data.clear()
     st.cache_resource.clear()
+    UPLOADS.clear()
     BOOTSTRAPS.clear()
 
 

@@ -72,6 +72,11 @@ SEL_QRELS: Slot[str | None] = Slot("sel_qrels", _none)
 SEL_RUNS: Slot[list[str]] = Slot("sel_runs", list)
 #: (kind, content digest) of every file already ingested
 INGESTED: Slot[set[tuple[str, str]]] = Slot("_ingested", set)
+#: the sidebar's dataset-counts placeholder of the current run (`pages.common.ui.sidebar`):
+#: refilled as soon as a page loads a demo family, and once the page has run
+COUNTS_SLOT: Slot[Any] = Slot("_counts_slot", _none)
+#: (kind, content digest) -> base key of the uploader that brought it (emptied when removed)
+UPLOADED_BY: Slot[dict[tuple[str, str], str]] = Slot("_uploaded_by", dict)
 #: uploader base key -> version (bumped after a rejected file, so the widget empties)
 UPLOADER_VERSIONS: Slot[dict[str, int]] = Slot("_uploader_versions", dict)
 #: (level "error" | "success", Markdown text) shown once by the next page run

@@ -5,7 +5,8 @@ Session-state keys come from `pages.common.state`."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -37,11 +38,12 @@ def message(level: str, text: str) -> None:
     state.UPLOAD_MESSAGES.setdefault().append((level, text))
 
 
-def ingest(kind: str, filename: str, data: bytes) -> tuple[list[str], str | None]:
+def ingest(kind: str, filename: str, data: bytes, base: str | None = None) -> tuple[list[str], str | None]:
     """Parse ``data`` and add its datasets to the workspace. Returns (names added, error).
     A file already loaded (same bytes) is not added twice; a bad file adds nothing. A run
     repeating a docid within a query is refused, or keeps each query's best-ranked copy when
-    the Data page's `state.DEDUPE_RUNS` toggle is on."""
+    the Data page's `state.DEDUPE_RUNS` toggle is on. ``base``: the uploader it came from
+    (emptied when the dataset is removed, so the same file can be uploaded again)."""
     ws = workspace()
     h = cache.bytes_digest(data)
     done = state.INGESTED.setdefault()
@@ -56,6 +58,8 @@ def ingest(kind: str, filename: str, data: bytes) -> tuple[list[str], str | None
         return [], f"{filename}: could not be read ({exc.__class__.__name__}: {exc})"
     names = [ws.add(kind, name, obj, origin="upload", digest=h) for name, obj in parsed]
     done.add((kind, h))
+    if base is not None:
+        state.UPLOADED_BY.setdefault()[(kind, h)] = base
     if kind == "run":
         current = [n for n in state.SEL_RUNS.get() if n in ws.names("run")]
         state.SEL_RUNS.set(current + [n for n in names if n not in current])
@@ -76,7 +80,7 @@ def upload_callback(kind: str, base: str) -> None:
     are kept for the page to show; after a rejected file the uploader is reset."""
     failed = False
     for f in state.files_of(state.uploader_key(base)):
-        names, error = ingest(kind, f.name, f.getvalue())
+        names, error = ingest(kind, f.name, f.getvalue(), base)
         if error:
             message("error", error)
             failed = True
@@ -86,7 +90,7 @@ def upload_callback(kind: str, base: str) -> None:
                 obj = ws.get(kind, n)
                 dropped = obj.meta.get(DUPLICATES_DROPPED, 0) if isinstance(obj, Run) else 0
                 extra = f"; {dropped:,} duplicated rows dropped, each query's best copy kept" if dropped else ""
-                message("success", f"Loaded {kind} **{n}** ({describe(obj)}{extra}).")
+                message("success", f"Loaded {kind} **{escape_markdown(n)}** ({describe(obj)}{extra}).")
             state.INSPECT_KIND.set(kind)
             state.INSPECT_NAME.set(names[-1])
     if failed:
@@ -94,19 +98,31 @@ def upload_callback(kind: str, base: str) -> None:
         versions[base] = versions.get(base, 0) + 1
 
 
+#: what the uploaders accept, said in their help: any name or extension, the content decides
+SNIFFED_HELP = (
+    "Any file name or extension (.test, .run, .qrels, none, .gz ...): the content is recognised "
+    "(TREC, CSV/TSV with a header, JSONL or Parquet; gzip decompressed)."
+)
+
+
 def uploader(
-    label: str, kind: str, base: str, types: list[str], help: str | None = None, multiple: bool = True
+    label: str, kind: str, base: str, types: list[str] | None = None, help: str | None = None, multiple: bool = True
 ) -> None:
     """A file_uploader whose files are ingested as ``kind`` datasets by `upload_callback`
-    (widget key `state.uploader_key` ``(base)``); the outcome is shown by `show_upload_messages`."""
+    (widget key `state.uploader_key` ``(base)``); the outcome is shown by `show_upload_messages`.
+    Every file type is accepted (``type=None``: Streamlit would refuse ``results.test`` or a
+    name without extension); the readers recognise the content and refuse, naming the file and
+    what was expected, what they cannot read. ``types`` (the usual extensions) only go into the
+    help text."""
+    usual = f" Usual extensions: {', '.join('.' + t for t in types)}." if types else ""
     st.file_uploader(
         label,
-        type=types,
+        type=None,
         accept_multiple_files=multiple,
         key=state.uploader_key(base),
         on_change=upload_callback,
         args=(kind, base),
-        help=help,
+        help=((help + " ") if help else "") + SNIFFED_HELP + usual,
     )
 
 
@@ -129,12 +145,29 @@ def rename_dataset(kind: str, old: str, input_key: str) -> None:
 
 
 def remove_dataset(kind: str, name: str) -> None:
-    """``on_click`` for Remove: drops the dataset (an upload is not re-added by its widget)."""
-    workspace().remove(kind, name)
+    """``on_click`` for Remove: drops the dataset and forgets its upload once no dataset of the
+    workspace comes from those bytes any more: the uploader that brought it is emptied and the
+    same file can be uploaded again; the parsed copy leaves the upload cache
+    (`cache.forget_upload`), so its memory comes back once no other session holds it."""
+    ws = workspace()
+    try:
+        digest = ws.entry(kind, name).digest
+    except KeyError:
+        digest = None
+    ws.remove(kind, name)
     if kind == "run":
         state.SEL_RUNS.set([n for n in state.SEL_RUNS.get() if n != name])
+    if kind == "qrels" and state.SEL_QRELS.get() == name:
+        state.SEL_QRELS.pop()
+    if digest is not None and not any(ws.entry(kind, n).digest == digest for n in ws.names(kind)):
+        state.INGESTED.setdefault().discard((kind, digest))
+        base = state.UPLOADED_BY.setdefault().pop((kind, digest), None)
+        if base is not None:
+            versions = state.UPLOADER_VERSIONS.setdefault()
+            versions[base] = versions.get(base, 0) + 1
+        cache.forget_upload(digest)
     state.INSPECT_NAME.pop()
-    message("success", f"Removed {kind} {name!r}.")
+    message("success", f"Removed {kind} {escape_markdown(repr(name))}.")
 
 
 def describe(obj: Any) -> str:
@@ -187,8 +220,42 @@ def demo_label(ws: Workspace, kind: str) -> Callable[[str], str]:
     return label
 
 
-def sidebar() -> None:
-    """Dataset selection shared by every page: the active qrels and runs."""
+#: how the sidebar counts each kind: (one, several)
+KIND_NOUNS: dict[str, tuple[str, str]] = {
+    "run": ("run", "runs"),
+    "qrels": ("qrels", "qrels"),
+    "votes": ("votes file", "votes files"),
+    "corpus": ("candidate set", "candidate sets"),
+    "answers": ("answers file", "answers files"),
+    "chunkmap": ("chunk map", "chunk maps"),
+}
+
+
+def plural(n: int, kind: str) -> str:
+    """``1 run``, ``4 runs``, ``2 qrels`` (`KIND_NOUNS`; another word gets an ``s``)."""
+    one, several = KIND_NOUNS.get(kind, (kind, kind + "s"))
+    return f"{n:,} {one if n == 1 else several}"
+
+
+def counts_caption(ws: Workspace) -> str:
+    """``4 runs · 1 qrels loaded — manage them on the Data page.`` (kinds with none left out)."""
+    counts = [plural(len(ws.names(k)), k) for k in COUNTED_KINDS if ws.names(k)]
+    return (" · ".join(counts) or "Nothing") + " loaded — manage them on the Data page."
+
+
+#: the sidebar's multiselect shows each run's whole name, wrapped, instead of cutting it
+_WRAP_CSS = """<style>
+section[data-testid="stSidebar"] [data-baseweb="tag"] {max-width: 100%; height: auto;}
+section[data-testid="stSidebar"] [data-baseweb="tag"] span {white-space: normal; overflow: visible;
+  text-overflow: clip; overflow-wrap: anywhere;}
+</style>"""
+
+
+def sidebar() -> Any:
+    """Dataset selection shared by every page: the active qrels and runs. Run names are shown
+    whole (wrapped in the chips, and listed in the help tooltip). Returns the placeholder of the
+    dataset counts, filled by `sidebar_counts` once the page has run (a page may load a demo
+    family or a file: the counts of that same rerun are then right)."""
     ws = workspace()
     qrels_names = ws.names("qrels")
     run_names = ws.names("run")
@@ -196,7 +263,9 @@ def sidebar() -> None:
         state.SEL_QRELS.set(qrels_names[0] if qrels_names else None)
     chosen = state.SEL_RUNS.get() if state.SEL_RUNS.present() else run_names[:MAX_DEFAULT_RUNS]
     state.SEL_RUNS.set([n for n in chosen if n in run_names])
+    selected = state.SEL_RUNS.get()
     with st.sidebar:
+        st.html(_WRAP_CSS)
         st.markdown("### Datasets")
         st.selectbox(
             "Qrels",
@@ -205,15 +274,107 @@ def sidebar() -> None:
             format_func=demo_label(ws, "qrels"),
             help="Relevance judgements used by every page.",
         )
+        listed = "; ".join(escape_markdown(n) for n in selected)
         st.multiselect(
             "Runs",
             run_names,
             key=state.SEL_RUNS.key,
             format_func=demo_label(ws, "run"),
-            help="Runs shown on the Metrics page (demo runs and your uploads).",
+            help="Runs every page starts from (demo runs and your uploads)."
+            + (f" Selected: {listed}." if selected else ""),
         )
-        counts = {k: len(ws.names(k)) for k in COUNTED_KINDS}
-        st.caption(" · ".join(f"{v} {k}" for k, v in counts.items() if v) + " loaded — manage them on the Data page.")
+        st.caption(f"{plural(len(selected), 'run')} selected of {len(run_names):,}.")
+        slot = st.empty()
+    slot.caption(counts_caption(ws))
+    state.COUNTS_SLOT.set(slot)
+    return slot
+
+
+def sidebar_counts(slot: Any | None = None) -> None:
+    """Refill the sidebar's counts placeholder (``slot``, default this run's) with the
+    workspace's counts as they are now: called by `ensure_demo` when a page loads a demo
+    family, and by app.py once the page has run (after a page's ``st.stop()`` Streamlit
+    drops every write, so the demo case is refreshed at once, not only at the end)."""
+    slot = slot if slot is not None else state.COUNTS_SLOT.get()
+    if slot is not None:
+        slot.caption(counts_caption(workspace()))
+
+
+def ensure_demo(family: str) -> Workspace:
+    """Load the demo ``family`` into the session's workspace (once; `core.demo.load_demo` is
+    generated once per process) and refresh the sidebar's counts. Pages call this rather than
+    ``Workspace.ensure_demo`` so the counts are right on this very run."""
+    ws = workspace()
+    if family not in ws.demos_loaded:
+        ws.ensure_demo(family)
+        sidebar_counts()
+    return ws
+
+
+# ---- what a page works on: the user's selection, or the demo when the user loaded nothing -----
+@dataclass(frozen=True)
+class Selection:
+    """The runs and qrels a page starts from (`selection`): ``demo`` says they are the demo
+    family's because the user has loaded no run or qrels of their own."""
+
+    runs: tuple[Run, ...]
+    qrels: Qrels | None
+    demo: bool
+
+    @property
+    def run_names(self) -> list[str]:
+        return [r.name for r in self.runs]
+
+
+def user_loaded(kinds: Sequence[str] = ("run", "qrels")) -> bool:
+    """Whether the workspace holds any dataset of ``kinds`` that is not a demo one (an upload,
+    a workspace file)."""
+    ws = workspace()
+    return any(ws.entry(k, n).origin != "demo" for k in kinds for n in ws.names(k))
+
+
+def demo_names(family: str, kind: str) -> list[str]:
+    """Names of the ``kind`` datasets of demo ``family`` (`core.demo.load_demo`, memoised)."""
+    from core.demo import load_demo
+
+    return [name for k, name, _ in load_demo(family) if k == kind]
+
+
+def selection(demo: str = "evaluation") -> Selection:
+    """The single rule every page follows for its data. When the user has loaded any run or
+    qrels: the runs and qrels selected in the sidebar (however few; `warn_overlap` says when
+    they share few queries). Otherwise the demo ``family``'s (loaded into the workspace once):
+    its runs selected in the sidebar if any, else all of them, and its qrels."""
+    ws = workspace()
+    if user_loaded():
+        return Selection(tuple(active_runs()), active_qrels(), demo=False)
+    ensure_demo(demo)
+    family_runs = [n for n in demo_names(demo, "run") if n in ws.names("run")]
+    picked = [n for n in state.SEL_RUNS.get() if n in family_runs] or family_runs
+    qrels_names = [n for n in demo_names(demo, "qrels") if n in ws.names("qrels")]
+    sel_qrels = state.SEL_QRELS.get()
+    qname = sel_qrels if sel_qrels in qrels_names else (qrels_names[0] if qrels_names else None)
+    qrels = ws.get("qrels", qname) if qname is not None else None
+    return Selection(tuple(ws.get("run", n) for n in picked), qrels, demo=True)
+
+
+def warn_overlap(runs: Sequence[Run], qrels: Qrels | None) -> bool:
+    """Warn (one `st.warning`, names escaped) when selected runs share few or no queries with
+    ``qrels`` (`core.reports.data.query_overlap`: fewer than half of the qrels' queries
+    answered), with the counts. Returns whether it warned."""
+    if qrels is None or not runs:
+        return False
+    from core.reports.data import query_overlap
+
+    lines = query_overlap(list(runs), qrels).warnings()
+    if not lines:
+        return False
+    text = "\n".join(f"- {escape_markdown(line[0].upper() + line[1:])}" for line in lines)
+    st.warning(
+        "These runs and qrels share few or no queries: scores below are over the qrels' queries.\n\n" + text,
+        icon=":material/warning:",
+    )
+    return True
 
 
 def active_qrels() -> Qrels | None:

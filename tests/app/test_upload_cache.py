@@ -1,0 +1,104 @@
+"""The upload cache (issue 12, "memory comes back"): bounded by bytes and age, parsed once for
+every session, released when a dataset is removed; a removed file can be uploaded again."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pages.common import cache
+from tests.app.conftest import open_page
+from tests.app.test_uploads_sniffing import RESULTS, upload
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_bounded_by_bytes():
+    c: cache.SizedCache[str, bytes] = cache.SizedCache(100, 60.0, 10, len)
+    c.put("a", b"x" * 40)
+    c.put("b", b"x" * 40)
+    assert c.get("a") is not None  # "a" is now the most recent
+    c.put("c", b"x" * 40)  # 120 bytes: the least recently used ("b") goes
+    assert "b" not in c and "a" in c and "c" in c and c.nbytes == 80
+    c.put("big", b"x" * 101)  # larger than the whole budget: returned by compute, never kept
+    assert "big" not in c and c.nbytes == 80
+
+
+def test_bounded_by_age_and_entries():
+    clock = Clock()
+    c: cache.SizedCache[str, bytes] = cache.SizedCache(1000, 10.0, 2, len, clock=clock)
+    c.put("a", b"1")
+    clock.now = 5.0
+    c.put("b", b"2")
+    clock.now = 12.0  # "a" unused for 12 s > 10 s
+    assert c.get("a") is None and c.get("b") == b"2"
+    c.put("c", b"3")
+    c.put("d", b"4")  # three entries > 2: the least recently used goes
+    assert len(c) == 2 and "b" not in c
+    clock.now = 100.0
+    c.sweep()
+    assert len(c) == 0 and c.nbytes == 0
+
+
+def test_computed_once_for_concurrent_sessions():
+    calls = []
+    c: cache.SizedCache[str, bytes] = cache.SizedCache(1000, 60.0, 4, len)
+
+    def compute() -> bytes:
+        calls.append(1)
+        time.sleep(0.2)
+        return b"parsed"
+
+    results: list[bytes] = []
+    threads = [threading.Thread(target=lambda: results.append(c.get_or_compute("k", compute))) for _ in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and results == [b"parsed"] * 6
+
+
+def test_errors_are_not_kept():
+    c: cache.SizedCache[str, bytes] = cache.SizedCache(1000, 60.0, 4, len)
+
+    def fail() -> bytes:
+        raise ValueError("bad file")
+
+    for _ in range(2):
+        with pytest.raises(ValueError, match="bad file"):
+            c.get_or_compute("k", fail)
+    assert len(c) == 0
+
+
+def test_parse_is_shared_and_counted_in_bytes():
+    first = cache.parse("run", "results.test", cache.bytes_digest(RESULTS), RESULTS)
+    again = cache.parse("run", "results.test", cache.bytes_digest(RESULTS), RESULTS)
+    assert again is first and first[0][0] == "results"
+    assert cache.UPLOADS.nbytes >= first[0][1].table.nbytes > 0
+    cache.forget_upload(cache.bytes_digest(RESULTS))
+    assert len(cache.UPLOADS) == 0
+
+
+def test_removed_file_can_be_uploaded_again_and_leaves_the_cache(app):
+    open_page(app, "data")
+    digest = cache.bytes_digest(RESULTS)
+    upload(app, "Upload runs", "results.test", RESULTS)
+    ws = app.session_state["workspace"]
+    assert "results" in ws.names("run") and any(k[2] == digest for k in list(cache.UPLOADS._items))
+    app.selectbox(key="inspect_kind").set_value("run").run()
+    app.selectbox(key="inspect_name").set_value("results").run()
+    app.button(key="do_remove").click().run()
+    assert "results" not in ws.names("run")
+    assert not any(k[2] == digest for k in list(cache.UPLOADS._items))  # its parsed copy is released
+    assert ("run", digest) not in app.session_state["_ingested"]
+    upload(app, "Upload runs", "results.test", RESULTS)  # the uploader was emptied: the same file again
+    assert "results" in app.session_state["workspace"].names("run")
+    assert any("Loaded run **results**" in s.value for s in app.success)
