@@ -38,3 +38,46 @@ def test_rerank_deep_link_runs_inside_the_app_frame(page, app_server, goto):
     expect(main.get_by_role("heading", name="Rerank").first).to_be_visible(timeout=30_000)
     expect(page.get_by_test_id("stSidebarNavLink").first).to_be_visible()  # app.py's navigation is there
     expect(main.get_by_text("Estimate before running").first).to_be_visible()
+
+
+def test_rerank_setwise_on_a_subset_and_a_hostile_upload(page, app_server, goto, wait_for_app, screenshot, tmp_path):
+    """Issue 14/11 in the browser: setwise from the table-driven menu with its parameters and the
+    bounds of its estimate; 2 of 14 queries reranked and evaluated over those 2; a candidates
+    JSONL nested 100,000 levels deep gives one readable error naming file and line."""
+    from playwright.sync_api import expect
+
+    goto(page, f"{app_server}/llm-rerank")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_text("Estimate before running").first).to_be_visible(timeout=30_000)
+    main.get_by_test_id("stSelectbox").filter(has_text="Strategy").click()
+    page.get_by_role("option", name="Setwise heapsort (pick the best of c)").click()
+    wait_for_app(page)
+    expect(main.get_by_text("Set size").first).to_be_visible(timeout=30_000)
+    queries = main.get_by_role("spinbutton", name="Queries")
+    queries.fill("2")
+    queries.press("Enter")
+    wait_for_app(page)
+    main.get_by_role("button", name="Run reranking").click()
+    wait_for_app(page, timeout_ms=60_000)
+    expect(main.get_by_text("2 of 14 queries reranked; metrics over those 2.").first).to_be_visible(timeout=60_000)
+    table = main.get_by_test_id("stTable").first
+    expect(table).to_contain_text("reranked (setwise)")
+    expect(main.get_by_test_id("stException")).to_have_count(0)
+    screenshot(page, "rerank-setwise-subset")
+
+    deep = tmp_path / "deep.jsonl"
+    deep.write_bytes(
+        b'{"qid": "q", "query": "x", "candidates": [{"docid": "a", "text": '
+        + b"[" * 100_000
+        + b"]" * 100_000
+        + b"}]}\n"
+    )
+    main.get_by_text("Upload candidates").first.click()
+    main.get_by_test_id("stFileUploader").filter(has_text="Candidates JSONL").get_by_test_id(
+        "stFileUploaderDropzoneInput"
+    ).set_input_files(str(deep))
+    wait_for_app(page)
+    expect(main.get_by_text("deep.jsonl, line 1").first).to_be_visible(timeout=30_000)
+    expect(main.get_by_test_id("stException")).to_have_count(0)
+    expect(page.get_by_text("Traceback")).to_have_count(0)
+    screenshot(page, "rerank-deep-upload")
