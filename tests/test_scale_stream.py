@@ -283,3 +283,16 @@ def test_shard_tables_keep_file_order(tmp_path, small_shards):
         assert all(v == sorted(v) for v in by_query.values())  # each query's rows in file order
         text = paths[1].read_text().splitlines()
         assert all(text[n - 1].split()[0] == q for q, ns in by_query.items() for n in ns)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"a\nb\nc\n", b"a\nb\nc", b"h\na\n\nb\n  \nc\n", b"\na\n", b"a\r\nb\r\n", b"a\r\n\r\nb\r\n", b"h\n\t\nx\n"],
+)
+@pytest.mark.parametrize("header", [0, 1])
+def test_row_lines_count_as_the_readers_do(data, header):
+    from core.io._common import LineMap
+
+    lines = LineMap(data, header)
+    expected = [lines.line(i) for i in range(len(lines._line_numbers()))]
+    assert sources.row_lines(data, header).tolist() == expected

@@ -154,6 +154,9 @@ def _blocks(path: Path, display: str, chunk_bytes: int) -> Iterator[tuple[bytes,
 def row_lines(data: bytes, header: int) -> np.ndarray:
     """1-based line numbers (within ``data``) of its data rows: its non-blank lines after the
     first ``header`` ones (as `core.io._common.LineMap` counts them)."""
+    if not _may_hold_blank_lines(data):  # the common case: every line is a row
+        count = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+        return np.arange(1 + header, count + 1, dtype=np.int64)
     buf = np.frombuffer(data, dtype=np.uint8)
     ends = np.flatnonzero(buf == 10)
     if not len(buf) or buf[-1] != 10:
@@ -174,6 +177,19 @@ def row_lines(data: bytes, header: int) -> np.ndarray:
             if not data[starts[i] : ends[i]].strip():
                 keep[i] = False
     return (np.flatnonzero(keep) + 1)[header:].astype(np.int64)
+
+
+def _may_hold_blank_lines(data: bytes) -> bool:
+    """False when no line of ``data`` can be blank (empty, or spaces/tabs/CR only)."""
+    return (
+        not data
+        or data[:1] in b" \t\r\n"
+        or b"\n\n" in data
+        or b"\n " in data
+        or b"\n\t" in data
+        or b"\n\r" in data
+        or b"\r\n\n" in data
+    )
 
 
 def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chunk]:
