@@ -11,6 +11,11 @@ tie-aware ones, with tie statistics and advice; by default on the notebook's met
 ``--collapse cut-then-dedup`` (the default, the hybrid-RAG report's Recall@10) or
 ``dedup-then-cut``. The table shows the report's interpretation band beside MRR and
 Recall@10 values (`core.bands`).
+
+``--workspace FILE`` evaluates a workspace file (`core.workspace.file`, verified on reading):
+every run it holds, against its qrels (the only one, else the one selected when it was saved,
+`core.cli.workspace.choose`), exactly as the files it was saved from; ``--run`` adds runs,
+``--qrels`` replaces the qrels.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ import argparse
 import math
 import sys
 from json.encoder import encode_basestring_ascii
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +34,10 @@ from core.errors import MetricError
 from core.io import read_qrels
 from core.metrics import DEFAULT_METRICS, Evaluation, coverage_warnings, evaluate
 from core.ties import POLICIES, TRADITIONAL_ORDERS
+
+if TYPE_CHECKING:
+    from core.data import Qrels, Run
+    from core.workspace.file import WorkspaceFile
 
 #: the notebook's report metrics (`core.tiereport.SEED_METRICS`, repeated: importing that
 #: module is left to the report's path)
@@ -40,11 +50,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run",
         action="append",
-        required=True,
+        default=[],
         metavar="FILE",
-        help="run file (TREC, CSV/TSV, JSONL, Parquet); repeat for several runs",
+        help="run file (TREC, CSV/TSV, JSONL, Parquet); repeat for several runs (required without --workspace)",
     )
-    parser.add_argument("--qrels", required=True, metavar="FILE", help="qrels file (TREC or CSV/TSV)")
+    parser.add_argument(
+        "--qrels", default=None, metavar="FILE", help="qrels file (TREC or CSV/TSV; required without --workspace)"
+    )
+    parser.add_argument(
+        "--workspace",
+        default=None,
+        metavar="FILE",
+        help="workspace file (python -m core workspace save, or the dashboard's Save workspace): evaluate every run "
+        "it holds against its qrels (the only one, else the one selected when it was saved), exactly as from the "
+        "original files; --run / --qrels add runs / replace the qrels",
+    )
     parser.add_argument(
         "--metrics",
         default=None,
@@ -123,6 +143,8 @@ def add_engine_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.workspace is None and not (args.run and args.qrels):
+        raise MetricError("evaluate needs --run FILE and --qrels FILE, or --workspace FILE")
     if args.collapse is not None and args.chunk_map is None:
         raise MetricError("--collapse needs --chunk-map (the chunk-to-document map)")
     if args.format in EXPORT_FORMATS:
@@ -139,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         if args.chunk_map is not None:
             raise MetricError("--report ties evaluates document runs: it does not take --chunk-map")
         return run_tie_report(args)
-    qrels = read_qrels(args.qrels)
+    qrels = _qrels(args)
     metrics = args.metrics if args.metrics is not None else ",".join(DEFAULT_METRICS)
     if args.chunk_map is None and _engine(args) != "memory":
         from core.scale.jobs import evaluate_files
@@ -155,7 +177,7 @@ def run(args: argparse.Namespace) -> int:
             progress=sys.stderr,
         )
         return _emit(result, args)
-    runs = read_named_runs(args.run)
+    runs = _runs(args)
     if args.chunk_map is not None:
         from core.io import read_chunk_map
 
@@ -170,6 +192,10 @@ def run(args: argparse.Namespace) -> int:
 def _engine(args: argparse.Namespace) -> str:
     """The engine of ``--engine``, or the one `core.scale.engines.choose_engine` picks (said
     on stderr when it is not ``memory``); ``--chunk-map`` and ``--report ties`` run in memory."""
+    if args.workspace is not None:
+        if args.engine not in (None, "memory"):
+            raise MetricError(f"--engine {args.engine} reads run files: a --workspace is evaluated in memory")
+        return "memory"
     if args.chunk_map is not None or args.report is not None:
         if args.engine not in (None, "memory"):
             raise MetricError(f"--engine {args.engine} evaluates plain runs: --chunk-map and --report run in memory")
@@ -180,6 +206,35 @@ def _engine(args: argparse.Namespace) -> str:
     if note:
         print(note, file=sys.stderr)
     return str(args.engine)
+
+
+def _qrels(args: argparse.Namespace) -> Qrels:
+    """``--qrels``, else the workspace's qrels (`core.cli.workspace.choose`)."""
+    if args.qrels is not None:
+        return read_qrels(args.qrels)
+    from core.cli.workspace import choose
+
+    wf = _workspace(args)
+    return wf.workspace.get("qrels", choose(wf, "qrels", "sel_qrels"))
+
+
+def _runs(args: argparse.Namespace) -> list[Run]:
+    """The workspace's runs (all, in order), then those of ``--run``."""
+    runs = []
+    if args.workspace is not None:
+        wf = _workspace(args)
+        runs = [run for _, run in wf.workspace.items("run")]
+    return runs + (read_named_runs(args.run) if args.run else [])
+
+
+def _workspace(args: argparse.Namespace) -> WorkspaceFile:
+    """``--workspace``, read and verified once (`core.cli.workspace.open_workspace`)."""
+    wf: WorkspaceFile | None = getattr(args, "_workspace_file", None)
+    if wf is None:
+        from core.cli.workspace import open_workspace
+
+        wf = args._workspace_file = open_workspace(args.workspace)
+    return wf
 
 
 def _emit(result: Evaluation, args: argparse.Namespace) -> int:
@@ -212,8 +267,8 @@ def run_tie_report(args: argparse.Namespace) -> int:
         )
     if args.ddof < 0:
         raise MetricError(f"--ddof must be 0 or more, not {args.ddof}")
-    qrels = read_qrels(args.qrels)
-    runs = read_named_runs(args.run)
+    qrels = _qrels(args)
+    runs = _runs(args)
     metrics = args.metrics if args.metrics is not None else REPORT_METRICS
     report = tie_report(runs, qrels, metrics, traditional=args.ties, rel_level=args.rel_level, ddof=args.ddof)
     for note in (note for run in runs for note in coverage_warnings(run, qrels)):
@@ -242,8 +297,8 @@ def run_export(args: argparse.Namespace) -> int:
     from core.reports import export
     from core.stats import all_pairs
 
-    qrels = read_qrels(args.qrels)
-    runs = read_named_runs(args.run)
+    qrels = _qrels(args)
+    runs = _runs(args)
     metrics = parse_metrics(args.metrics if args.metrics is not None else ",".join(DEFAULT_METRICS))
     names = [m.name for m in metrics]
     traditional = args.ties if args.ties in TRADITIONAL_ORDERS else "trec"

@@ -7,6 +7,7 @@ as ``note:`` / ``warning:`` lines. The table ends with a footer naming the L2 pe
 and the models whose rating is not estimable; with ``--format csv|json`` that footer goes to
 stderr as ``note:`` lines, so stdout stays one machine-readable document. Bad input raises
 `DataError` (one stderr line naming file and line, exit code 2, via `core.__main__`).
+``--workspace FILE`` rates the votes a workspace file holds (`core.cli.workspace.choose`).
 
 ``--l2``: ``auto`` (default: no penalty when the maximum-likelihood ratings exist, ridge
 ``core.bt.AUTO_L2`` when they do not, stated in a warning), a ridge ``> 0``, or ``0`` for no
@@ -38,7 +39,16 @@ def _l2(text: str) -> L2Option:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("votes", metavar="VOTES", help="votes file (CSV, JSONL or Parquet)")
+    parser.add_argument(
+        "votes", metavar="VOTES", nargs="?", default=None, help="votes file (CSV, JSONL or Parquet; or --workspace)"
+    )
+    parser.add_argument(
+        "--workspace",
+        default=None,
+        metavar="FILE",
+        help="workspace file: rate its votes (the only ones, else those selected when it was saved), exactly as "
+        "from the original file",
+    )
     parser.add_argument("--bootstrap", type=int, default=1000, metavar="B", help="bootstrap rounds (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--ci", type=float, default=0.95, help="confidence level (default 0.95)")
@@ -89,7 +99,15 @@ def run(args: argparse.Namespace) -> int:
 
     if args.bootstrap < 1 and args.intervals == "bootstrap":
         raise DataError(f"--bootstrap {args.bootstrap} must be at least 1", expected="a positive number of rounds")
-    votes = read_votes(args.votes)
+    if (args.votes is None) == (args.workspace is None):
+        raise DataError("leaderboard needs a VOTES file or --workspace FILE (one of them)")
+    if args.workspace is not None:
+        from core.cli.workspace import choose, open_workspace
+
+        wf = open_workspace(args.workspace)
+        votes = wf.workspace.get("votes", choose(wf, "votes", "lb_votes"))
+    else:
+        votes = read_votes(args.votes)
     lb = bt.leaderboard(
         votes,
         ties=args.ties,
