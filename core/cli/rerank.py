@@ -8,6 +8,17 @@ ranksmith's comparison table; ``--strict`` is ranksmith's output contract (no tr
 re-ask, no fallback: such a query fails, is reported and scores 0).
 No query is lost: ``--output`` holds every query (a failed one in its first-stage order), each
 failed query is named on stderr, and the exit code is 3 when any query failed.
+
+The BEIR-style runner: ``--max-queries N`` keeps the first N queries (and their qrels);
+with ``--qrels`` (or ``--demo``'s qrels and ``--metrics`` / ``--at-k``) a single strategy is
+evaluated too (the comparison frame: the first stage, then the strategy), ``--metrics
+ndcg@10,recall@100`` or ``--at-k K`` (ndcg@K, mrr@K, map, recall@K) choose the quality columns,
+``--ties`` the tie policy (default trec, as ranksmith) and ``--per-query FILE`` writes one row
+per method and query (metric values, status, calls, latency; CSV, or JSON by extension).
+``--strategy module:Class`` imports a strategy plug-in (`core.rerank.plugins`; ``--param
+key=value`` sets its parameters); ``--base-url`` given several times spreads the calls over
+those servers (``--endpoint-concurrency`` caps each), with one usage line per endpoint on
+stderr. ``--max-calls`` / ``--max-cost`` refuse a run whose exact estimate exceeds them.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ if TYPE_CHECKING:  # annotations only: pandas and the rerank package are importe
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``rerank`` options: candidates, strategy, provider, output."""
-    # the choices come from the rerank package's tables (light modules: no pandas for --help)
+    # the names come from the rerank package's tables (light modules: no pandas for --help)
     from core.rerank import PROVIDERS, STRATEGIES
 
     src = parser.add_argument_group("candidates")
@@ -43,9 +54,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--depth", type=int, default=100, help="candidates per query from --run (default 100)")
     src.add_argument("--demo", action="store_true", help="use the built-in demo corpus (and its qrels)")
     st = parser.add_argument_group("strategy")
-    st.add_argument("--strategy", choices=STRATEGIES, default="rankgpt")
-    st.add_argument("--compare", help="comma-separated strategies to compare (needs --qrels or --demo)")
-    st.add_argument("--qrels", help="qrels for --compare")
+    st.add_argument(
+        "--strategy",
+        default="rankgpt",
+        metavar="NAME",
+        help=f"one of {', '.join(STRATEGIES)}, or a plug-in module:Class (default rankgpt)",
+    )
+    st.add_argument(
+        "--compare", help="comma-separated strategies (names or module:Class) to compare (needs --qrels or --demo)"
+    )
+    st.add_argument("--qrels", help="qrels: evaluate (with --compare, or a single strategy)")
+    st.add_argument("--max-queries", type=int, help="rerank only the first N queries (and evaluate on them)")
+    st.add_argument("--metrics", help="quality metrics, comma separated (e.g. ndcg@10,recall@100,map)")
+    st.add_argument("--at-k", type=int, help="cutoff of the default metrics: ndcg@K, mrr@K, map, recall@K (10)")
+    st.add_argument("--ties", default="trec", help="tie policy of the metrics (default trec, as ranksmith)")
+    st.add_argument("--per-query", help="write per-query metrics and bookkeeping (CSV, or JSON by extension)")
+    st.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a strategy parameter (JSON value, else text), e.g. for a plug-in; repeatable",
+    )
     st.add_argument("--window", type=int)
     st.add_argument("--stride", type=int)
     st.add_argument("--passes", type=int)
@@ -83,7 +113,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="auto = openai when an API key is set in the environment, else lexical",
     )
     pv.add_argument("--model", help="model name (Azure: the deployment)")
-    pv.add_argument("--base-url", help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, ...)")
+    pv.add_argument(
+        "--base-url",
+        action="append",
+        help="OpenAI-compatible base URL (vLLM, Ollama, llama.cpp, ...); repeat it to spread the calls over servers",
+    )
+    pv.add_argument(
+        "--endpoint-concurrency", type=int, help="most requests in flight per endpoint (default: no cap per endpoint)"
+    )
     pv.add_argument("--azure-endpoint")
     pv.add_argument("--azure-deployment")
     pv.add_argument("--api-version")
@@ -104,6 +141,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     pv.add_argument("--input-price", type=float, default=0.0, help="USD per 1M prompt tokens")
     pv.add_argument("--output-price", type=float, default=0.0, help="USD per 1M completion tokens")
+    pv.add_argument("--max-calls", type=int, help="refuse the run when its exact estimate needs more calls")
+    pv.add_argument("--max-cost", type=float, help="refuse the run when its estimated cost (USD) is higher")
     pv.add_argument("--cache-dir", default=".ranklens_cache")
     pv.add_argument("--no-cache", action="store_true")
     pv.add_argument("--clear-cache", action="store_true", help="delete cached replies first")
@@ -145,6 +184,7 @@ def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
         "pointwise": {"scale": int(args.scale)},
         "prp-allpairs": {"max_docs": args.max_docs},
         "setwise": {"set_size": args.set_size, "top_k": args.top_k},
+        "firsttoken": {"window": args.window, "stride": args.stride},
         "acurank": {
             "window": args.window,
             "target_rank": args.target_rank,
@@ -156,7 +196,42 @@ def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
             "priors": "first-stage" if args.priors == "first-stage" else None,
         },
     }
-    return {k: v for k, v in table.get(strategy, {}).items() if v is not None}
+    given = {k: v for k, v in table.get(strategy, {}).items() if v is not None}
+    return {**given, **_extra_params(args.param)}
+
+
+def _extra_params(items: list[str]) -> dict[str, Any]:
+    """``--param key=value`` pairs (the value read as JSON, else kept as text)."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise DataError(f"cannot read --param {item!r}", expected="KEY=VALUE, e.g. --param window=10")
+        try:
+            out[key.strip()] = json.loads(text)
+        except ValueError:
+            out[key.strip()] = text
+    return out
+
+
+def _strategies(args: argparse.Namespace) -> list[str]:
+    """The strategies to run (``--compare`` or ``--strategy``), plug-ins (``module:Class``)
+    imported and registered; an unknown name or a bad plug-in path is one error line."""
+    from core.rerank import load_strategy, strategy_names
+
+    names = [s.strip() for s in args.compare.split(",") if s.strip()] if args.compare else [args.strategy.strip()]
+    out = []
+    for name in names:
+        if ":" in name:
+            name = load_strategy(name)
+        elif name not in strategy_names():
+            flag = "--compare" if args.compare else "--strategy"
+            raise DataError(
+                f"unknown strategy {name!r} in {flag}",
+                expected=f"{', '.join(strategy_names())}, or a plug-in module:Class",
+            )
+        out.append(name)
+    return out
 
 
 def _provider_kind(args: argparse.Namespace) -> str:
@@ -179,6 +254,7 @@ def _factory(args: argparse.Namespace, kind: str) -> Callable[[], AsyncProvider]
             kind,
             model=args.model,
             base_url=args.base_url,
+            endpoint_concurrency=args.endpoint_concurrency,
             azure_endpoint=args.azure_endpoint,
             azure_deployment=args.azure_deployment,
             api_version=args.api_version,
@@ -218,6 +294,89 @@ USAGE_COLUMNS = (
 )
 
 
+def _endpoint_lines(results: list[Any], providers: list[Any], prices: Any) -> list[dict[str, Any]]:
+    """Usage per endpoint (`core.rerank.usage_by_endpoint`), one stderr line each when the calls
+    went to several endpoints; the rows (JSON output)."""
+    from core.rerank import usage_by_endpoint
+
+    rows = usage_by_endpoint([rec for r in results for rec in r.log], prices, providers)
+    if len(rows) > 1:
+        for u in rows:
+            print(
+                f"endpoint: {u.endpoint}: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens, "
+                f"${u.cost:.4f}, p50 {u.p50_ms:.0f} ms, {u.attempts} attempts, {u.failures} failed, "
+                f"skipped {u.times_down} times",
+                file=sys.stderr,
+            )
+    return [u.to_dict() for u in rows]
+
+
+def _metric_names(args: argparse.Namespace) -> list[str] | None:
+    """The quality metrics to report (``--metrics``, else ``--at-k``'s four, else ranksmith's),
+    or None when nothing is evaluated (no ``--compare``, ``--qrels``, ``--metrics``, ``--at-k``
+    or ``--per-query``); bad names or cutoffs raise before any call."""
+    from core.metrics import check_policy, parse_metrics
+    from core.rerank.compare import QUALITY
+
+    if not (args.compare or args.qrels or args.metrics or args.at_k is not None or args.per_query):
+        return None
+    check_policy(args.ties)
+    if args.at_k is not None and args.at_k < 1:
+        raise DataError(f"--at-k must be >= 1 (got {args.at_k})", expected="a positive cutoff")
+    if args.metrics:
+        return [m.name for m in parse_metrics(args.metrics)]
+    if args.at_k is not None:
+        k = args.at_k
+        return [f"ndcg@{k}", f"mrr@{k}", "map", f"recall@{k}"]
+    return list(QUALITY)
+
+
+def _qrels(args: argparse.Namespace, cands: CandidateSet, demo_qrels: Qrels | None) -> Qrels:
+    """The qrels to evaluate with (``--qrels``, else the demo's), read before any call; with
+    ``--max-queries`` only the queries reranked."""
+    from core.io import read_qrels
+
+    qrels = read_qrels(args.qrels) if args.qrels else demo_qrels
+    if qrels is None:
+        need = "--compare" if args.compare else "evaluating (--metrics, --at-k, --per-query)"
+        raise DataError(f"{need} needs --qrels", expected="--qrels qrels.txt")
+    if args.max_queries is not None:  # evaluate on the queries reranked
+        from core.data import Qrels as QrelsType
+
+        frame = qrels.to_frame()
+        qrels = QrelsType.from_frame(frame[frame["qid"].isin(set(cands.qids))], qrels.name)
+    return qrels
+
+
+def _evaluate(
+    args: argparse.Namespace, cands: CandidateSet, qrels: Qrels, results: list[Any], metrics: list[str]
+) -> None:
+    """The quality table (ranksmith's `comparison_table`, or the comparison frame with the
+    chosen metrics) and ``--per-query``."""
+    from core.metrics import evaluate
+    from core.rerank.compare import QUALITY, comparison_frame, comparison_table
+
+    if args.compare and metrics == QUALITY and args.ties == "trec":
+        table = comparison_table(cands, qrels, results)  # ranksmith's table, unchanged
+    else:
+        table = comparison_frame(cands, qrels, results, ties=args.ties, metrics=metrics)
+    emit_table(table, args.format, json_payload=table.to_dict(orient="records"))
+    if args.per_query:
+        runs = [cands.to_run("original")] + [r.run.renamed(r.strategy) for r in results if r.run is not None]
+        per = evaluate(runs, qrels, metrics, ties=args.ties).per_query.rename(columns={"run": "method"})
+        books = [r.per_query().assign(method=r.strategy) for r in results]
+        import pandas as pd
+
+        info = pd.concat(books, ignore_index=True) if books else None
+        if info is not None:
+            per = per.merge(info[["method", "qid", "status", "calls", "latency_ms"]], on=["method", "qid"], how="left")
+        if args.per_query.lower().endswith(".json"):
+            per.to_json(args.per_query, orient="records", indent=1)
+        else:
+            per.to_csv(args.per_query, index=False)
+        print(f"per-query metrics: {len(per)} rows written to {args.per_query}", file=sys.stderr)
+
+
 #: Exit code when any query failed (its first-stage order is kept and it is named on stderr);
 #: 0 only when every query of every strategy succeeded; 2 stays for bad input.
 EXIT_QUERIES_FAILED = 3
@@ -228,13 +387,17 @@ def run(args: argparse.Namespace) -> int:
     query failed, 0 when all succeeded."""
     import pandas as pd
 
-    from core.rerank import STRATEGIES, Prices, ReplyCache, estimate, rerank_candidates
+    from core.rerank import Prices, ReplyCache, estimate, rerank_candidates
+    from core.rerank.api import check_budget
 
+    strategies = _strategies(args)
+    metrics = _metric_names(args)  # bad metrics or cutoffs fail before any call
     cands, demo_qrels = _candidates(args)
-    strategies = [s.strip() for s in args.compare.split(",") if s.strip()] if args.compare else [args.strategy]
-    bad = [s for s in strategies if s not in STRATEGIES]
-    if bad:
-        raise DataError(f"unknown strategy {bad[0]!r} in --compare", expected=", ".join(STRATEGIES))
+    if args.max_queries is not None:
+        if args.max_queries < 1:
+            raise DataError(f"--max-queries must be >= 1 (got {args.max_queries})", expected="a positive count")
+        cands = cands.subset(cands.qids[: args.max_queries])
+    qrels = _qrels(args, cands, demo_qrels) if metrics is not None and not args.dry_run else None
     prices = Prices(args.input_price, args.output_price)
     kind = _provider_kind(args)
     print(f"provider: {kind}; {cands.n_queries} queries, {len(cands)} candidates", file=sys.stderr)
@@ -251,6 +414,10 @@ def run(args: argparse.Namespace) -> int:
         frame = pd.DataFrame(rows)
         emit_table(frame, args.format)
         return 0
+    if args.max_calls is not None or args.max_cost is not None:  # before anything is sent
+        sizes = cands.estimate_sizes()
+        for s in strategies:
+            check_budget(estimate(s, sizes, _params(args, s), prices), args.max_calls, args.max_cost)
     if args.clear_cache:
         removed = ReplyCache(args.cache_dir).clear()
         print(f"cleared {removed} cached replies from {args.cache_dir}", file=sys.stderr)
@@ -273,8 +440,12 @@ def run(args: argparse.Namespace) -> int:
             )
 
     results = []
+    providers = []
     for s in strategies:
-        results.append(rerank_candidates(cands, s, make(), params=_params(args, s), progress=progress, **options))
+        providers.append(make())
+        results.append(
+            rerank_candidates(cands, s, providers[-1], params=_params(args, s), progress=progress, **options)
+        )
         if sys.stderr.isatty():
             print(file=sys.stderr)
     for r in results:
@@ -303,19 +474,14 @@ def run(args: argparse.Namespace) -> int:
                 else (f"{base}.{r.strategy}.{ext}" if dot else f"{args.output}.{r.strategy}")
             )
             write_trec_run(r.full_run, path, tag=f"ranklens-{r.strategy}")
-    if args.compare:
-        from core.io import read_qrels
-        from core.rerank.compare import comparison_table
-
-        qrels = read_qrels(args.qrels) if args.qrels else demo_qrels
-        if qrels is None:
-            raise DataError("--compare needs --qrels", expected="--qrels qrels.txt")
-        frame = comparison_table(cands, qrels, results)
-        emit_table(frame, args.format, json_payload=frame.to_dict(orient="records"))
+    endpoints = _endpoint_lines(results, providers, prices)
+    if metrics is not None and qrels is not None:
+        _evaluate(args, cands, qrels, results, metrics)
     else:
         usage = results[0].usage.to_dict()
-        row = {k: usage[k] for k in USAGE_COLUMNS}
-        emit_table(pd.DataFrame([row]), args.format, json_payload=row)
+        row: dict[str, Any] = {k: usage[k] for k in USAGE_COLUMNS}
+        payload = {**row, "endpoints": endpoints} if len(endpoints) > 1 else row
+        emit_table(pd.DataFrame([row]), args.format, json_payload=payload)
     failed = [r for r in results if r.errors]
     for r in failed:
         names = ", ".join(r.failed[:10]) + (f", ... ({len(r.failed) - 10} more)" if len(r.failed) > 10 else "")

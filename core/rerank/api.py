@@ -215,7 +215,9 @@ def _params(strategy: str, top_k: int | None, params: dict[str, Any]) -> tuple[d
     return p, own
 
 
-def _check_budget(est: Estimate, max_calls: int | None, max_cost: float | None) -> None:
+def check_budget(est: Estimate, max_calls: int | None, max_cost: float | None) -> None:
+    """`RerankBudgetError` when the exact estimate ``est`` needs more than ``max_calls`` calls
+    or costs more than ``max_cost`` USD (None: no bound)."""
     if max_calls is not None and est.calls > max_calls:
         raise RerankBudgetError(
             f"{est.strategy} needs {est.calls:,} calls ({est.queries} queries), over the budget of {max_calls:,} calls; "
@@ -348,7 +350,7 @@ def _prepare_one(
     ids, texts = normalize_documents(documents)
     p, own = _params(strategy, top_k, params)
     est = estimate(strategy, [(len(texts), sum(map(len, texts)) / max(len(texts), 1))], p, prices)
-    _check_budget(est, max_calls, max_cost)
+    check_budget(est, max_calls, max_cost)
     log: list[CallRecord] = []
     opts = dict(
         qid=qid,
@@ -516,7 +518,7 @@ def rerank_batch(
     cands = _queries(queries)
     p, _ = _params(strategy, top_k, params)
     est = estimate(strategy, cands.estimate_sizes(), p, prices)
-    _check_budget(est, max_calls, max_cost)
+    check_budget(est, max_calls, max_cost)
     prov, owned = _provider(provider, provider_options)
     try:
         batch = rerank_candidates(

@@ -187,3 +187,44 @@ def test_bad_settings_are_input_errors(two):
         provider([a.base_url], endpoint_concurrency=0)
     with pytest.raises(RerankConfigError, match="either base_url"):
         OpenAIProvider(api_key=SECRET, base_url=[a.base_url], azure_endpoint="https://x.openai.azure.com")
+
+
+def test_cli_repeated_base_url_prints_usage_per_endpoint(two, tmp_path, capsys):
+    import json
+
+    from core.__main__ import main as cli_main
+
+    a, b = two
+    code = cli_main(
+        [
+            "rerank",
+            "--demo",
+            "--max-queries",
+            "3",
+            "--strategy",
+            "rankgpt",
+            "--window",
+            "5",
+            "--stride",
+            "2",
+            "--provider",
+            "openai",
+            "--base-url",
+            a.base_url,
+            "--base-url",
+            b.base_url,
+            "--endpoint-concurrency",
+            "2",
+            "--no-cache",
+            "--format",
+            "json",
+        ]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    lines = [ln for ln in out.err.splitlines() if ln.startswith("endpoint: ")]
+    assert [ln.split(": ")[1] for ln in lines] == [a.base_url, b.base_url]
+    payload = json.loads(out.out)
+    rows = payload["endpoints"]
+    assert [r["calls"] for r in rows] == [len(a.requests), len(b.requests)]
+    assert sum(r["calls"] for r in rows) == payload["calls"] and len(a.requests) > 0 and len(b.requests) > 0
