@@ -236,7 +236,12 @@ def test_unknown_kind_and_malformed_manifest_are_refused():
         m["datasets"][0]["rows"] = 1
         return m
 
+    def meta(m):
+        m["datasets"][0]["meta"] = {"duplicates_dropped": "many"}
+        return m
+
     _refused(_rewrite(_small(), kind), "unknown kind")
+    _refused(_rewrite(_small(), meta), "non-negative integer")
     _refused(_rewrite(_small(), rows), "the manifest says 1")
     _refused(_rewrite(_small(), lambda m: {**m, "datasets": "x"}), "no datasets")
 

@@ -52,7 +52,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core.data import Qrels, Run, Votes, as_numpy
+from core.data import DUPLICATES_DROPPED, Qrels, Run, Votes, as_numpy
 from core.errors import DataError
 from core.io._common import MAX_EXPANDED_ENV, MAX_RATIO, json_nesting_exceeds, max_expanded_bytes
 from core.rerank.candidates import CandidateSet, QueryCandidates
@@ -311,12 +311,32 @@ def _meta_out(meta: Mapping[str, Any]) -> tuple[dict[str, Any], tuple[str, ...]]
     return kept, tuple(left)
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+#: meta keys other modules read, and the values they accept (checked on reading: a manifest is
+#: untrusted, and a page formatting ``duplicates_dropped`` must not meet a string there)
+_META_CHECKS: dict[str, tuple[str, Any]] = {
+    DUPLICATES_DROPPED: ("a non-negative integer", lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0),
+    "failed_queries": ("a list of query ids", lambda v: isinstance(v, list) and all(isinstance(q, str) for q in v)),
+    "true_ratings": (
+        "model names with finite ratings",
+        lambda v: isinstance(v, dict) and all(_is_number(r) for r in v.values()),
+    ),
+}
+
+
 def _meta_in(meta: dict[str, Any], file: str) -> dict[str, Any]:
-    """``meta`` as saved, with a fusion report rebuilt from its fields."""
+    """``meta`` as saved, the keys other modules read checked (`_META_CHECKS`), a fusion
+    report rebuilt from its fields."""
     from core.fusion.params import FusionReport
 
     out: dict[str, Any] = {}
     for key, value in meta.items():
+        check = _META_CHECKS.get(key)
+        if check is not None and not check[1](value):
+            raise DataError(f"meta {key!r} holds {_short(value)}", file=file, expected=check[0])
         if isinstance(value, dict) and value.get("__kind__") == "FusionReport":
             names = {f.name for f in dataclasses.fields(FusionReport)}
             fields = value.get("fields")
