@@ -143,3 +143,16 @@ def test_batch_forms_agree_with_the_candidate_runner():
     assert [r.order for r in sync] == [r.order for r in asynced] == [direct.results[q].order for q in cands.qids]
     triples = rerank_batch([("a", "cats eat", DOCS), ("b", "cake", DOCS)], provider="lexical")
     assert [r.qid for r in triples] == ["a", "b"] and triples[1].ids[0] == "3"
+
+
+def test_the_readme_python_api_section_runs_as_printed(capsys):
+    import re
+    from pathlib import Path
+
+    readme = Path(__file__).resolve().parents[2] / "README.md"
+    section = re.search(r"## Python API.*?```python\n(.*?)```", readme.read_text(encoding="utf-8"), re.S)
+    assert section is not None
+    code = section.group(1)
+    exec(compile(code, "README.md", "exec"), {})  # the README's own example, run as documented
+    printed = capsys.readouterr().out.splitlines()
+    assert printed == ["['d3', '0']", "Cats Domestic cats eat mice, birds and cat food.", "1 1 []", "['d3', 'd2'] 2"]
