@@ -76,7 +76,10 @@ def _concrete(params: dict, n: int, seed: int) -> dict:
 @pytest.mark.parametrize("n", SIZES)
 @pytest.mark.parametrize("config", range(len(CONFIGS)))
 def test_acurank_matches_ranksmith_call_for_call(n, config):
-    for kind, seed in (("oracle", 0), ("noisy", 0), ("noisy", 1), ("reverse", 0), ("first", 0)):
+    models = [("oracle", 0), ("noisy", 0), ("reverse", 0)]
+    if n < 37:  # every model on the small sizes (the large ones cost seconds per model)
+        models += [("noisy", 1), ("first", 0)]
+    for kind, seed in models:
         params = _concrete(CONFIGS[config], n, seed)
         ref_calls, ref_order, ref_mu = reference(n, kind, seed, params)
         our_calls, res = ours(n, kind, seed, params)
@@ -136,7 +139,7 @@ def test_acurank_random_configurations(n, window, target, budget, initial, seed)
 def test_trueskill_port_is_the_package_bit_for_bit():
     assert trueskill.calc_draw_margin(0.10, 2) == DRAW_MARGIN
     rng = random.Random(5)
-    for _ in range(400):
+    for _ in range(150):
         k = rng.randint(2, 20)
         ratings = [
             trueskill.Rating(mu=rng.uniform(0.5, 45), sigma=rng.uniform(0.2, 10))
