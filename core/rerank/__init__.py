@@ -54,7 +54,13 @@ if TYPE_CHECKING:
     )
     from core.rerank.keys import SecretSource, resolve_api_key
     from core.rerank.lexical import LexicalProvider
-    from core.rerank.plugins import load_strategy, register_strategy, strategy_names, unregister_strategy
+    from core.rerank.plugins import (
+        load_plugins,
+        load_strategy,
+        register_strategy,
+        strategy_names,
+        unregister_strategy,
+    )
     from core.rerank.provider import AsyncProvider, BaseProvider, Provider
     from core.rerank.registry import PROVIDERS, ProviderSpec, make_provider
     from core.rerank.strategies import (
@@ -115,7 +121,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     **{n: ("endpoints", n) for n in ("EndpointUsage", "usage_by_endpoint")},
     **{n: ("keys", n) for n in ("SecretSource", "resolve_api_key")},
     "LexicalProvider": ("lexical", "LexicalProvider"),
-    **{n: ("plugins", n) for n in ("load_strategy", "register_strategy", "strategy_names", "unregister_strategy")},
+    **{
+        n: ("plugins", n)
+        for n in ("load_plugins", "load_strategy", "register_strategy", "strategy_names", "unregister_strategy")
+    },
     **{n: ("provider", n) for n in ("AsyncProvider", "BaseProvider", "Provider")},
     **{n: ("registry", n) for n in ("PROVIDERS", "ProviderSpec", "make_provider")},
     **{
@@ -204,6 +213,7 @@ __all__ = [
     "arun_strategy",
     "estimate",
     "estimate_calls",
+    "load_plugins",
     "load_strategy",
     "make_provider",
     "normalize_documents",

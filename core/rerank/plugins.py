@@ -33,7 +33,8 @@ the same driver as the built-in ones: every call is validated (fallbacks, strict
 accounted and answered from the provider's reply cache. Its traversal is checked as it runs:
 unknown operations, positions out of range or a final order that is not a permutation raise
 `RerankConfigError` naming the plug-in. `load_strategy("module:Class")` imports and registers
-one (the CLI's ``--strategy module:Class``).
+one (the CLI's ``--strategy module:Class``); `load_plugins()` loads those named in
+``$RANKLENS_STRATEGIES`` (for the dashboard, whose strategy menu reads the table).
 """
 
 from __future__ import annotations
@@ -229,3 +230,19 @@ def load_strategy(path: str) -> str:
     name = getattr(obj, "name", None)
     name = name.strip() if isinstance(name, str) and name.strip() else text
     return register_strategy(name, obj, replace=name not in BUILTIN)
+
+
+#: Environment variable naming plug-ins to load (``module:Class`` items, comma separated): read
+#: by `load_plugins`, which the dashboard calls so that its strategy menu offers them.
+PLUGINS_ENV = "RANKLENS_STRATEGIES"
+
+
+def load_plugins(spec: str | None = None) -> list[str]:
+    """Load every ``module:Class`` of ``spec`` (comma or whitespace separated; default the
+    `PLUGINS_ENV` variable, none when unset) and return their registered names; the first one
+    that cannot be loaded raises `RerankConfigError` naming it (nothing is loaded implicitly:
+    an entry point calls this)."""
+    import os
+
+    text = os.environ.get(PLUGINS_ENV, "") if spec is None else spec
+    return [load_strategy(item) for item in text.replace(",", " ").split() if item]

@@ -193,3 +193,14 @@ def test_cli_strategy_module_class(tmp_path):
     )
     unknown = run("--strategy", "nosuch")
     assert unknown.returncode == 2 and "unknown strategy 'nosuch'" in unknown.stderr
+
+
+def test_plugins_named_in_the_environment(plugin_module, monkeypatch):
+    from core.rerank import load_plugins
+
+    monkeypatch.setenv("RANKLENS_STRATEGIES", f"{plugin_module}:Windows, {plugin_module}:Broken")
+    assert load_plugins() == ["windows", "broken"] and {"windows", "broken"} <= set(strategy_names())
+    monkeypatch.delenv("RANKLENS_STRATEGIES")
+    assert load_plugins() == []
+    with pytest.raises(RerankConfigError, match="cannot load strategy plug-in 'nope:X'"):
+        load_plugins("nope:X")
