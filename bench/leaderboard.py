@@ -9,13 +9,23 @@ from zero (gtol 1e-6, maxiter 100) on the multinomially resampled outcome counts
 re-implemented here from that description, run on a subset of rounds and extrapolated.
 Also reports the point-fit gap between FastChat-style L-BFGS and the converged fit.
 
-    python bench/leaderboard.py [--quick]
+Many models (issue 12): 3,000 models / 1,000,000 votes (point fit + sandwich intervals, and
+point fit + bootstrap rounds) and 100,000 models / 1,000,000 votes (point fit; the default
+request, which is refused), each measured in a fresh subprocess: wall time of `bt.leaderboard`
+and its peak RSS (``/proc/self/status`` VmHWM, reset after the votes are built; the process's
+whole peak is printed too), against the previous dense path (`budget.DENSE_MODELS` raised so
+every fit is dense) where it fits. Votes: `arena_votes`, popularity-weighted random pairs
+(``simulate_votes`` enumerates all pairs, impossible at 100,000 models).
+
+    python bench/leaderboard.py [--quick] [--scale-only | --no-scale]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +33,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import numpy as np
+import pyarrow as pa
 from scipy.optimize import minimize
 from scipy.special import expit
 from threadpoolctl import threadpool_limits
@@ -30,6 +41,7 @@ from threadpoolctl import threadpool_limits
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from core import bt
+from core.bt import budget
 from core.data import Votes
 from core.demo.arena import simulate_votes, true_strengths
 from core.runtime import tune_process
@@ -117,13 +129,130 @@ def run_case(label: str, m: int, n: int, seed: int, seq_rounds: int) -> None:
     print(f"(sequential: {seq_rounds} rounds measured, {per_round:.3f} s/round)")
 
 
+# ---- many models (issue 12) ----------------------------------------------------------------
+def arena_votes(m: int, n: int, seed: int = 0, tie_rate: float = 0.22) -> Votes:
+    """``n`` seeded votes among ``m`` models: both sides drawn by a lognormal popularity (no
+    self-pairs), outcomes from normal strengths with ties (as `simulate_votes`, in O(n))."""
+    rng = np.random.default_rng(seed)
+    s = rng.normal(0.0, 1.0, m)
+    pop = rng.lognormal(0.0, 0.6, m)
+    p = pop / pop.sum()
+    a, b = rng.choice(m, n, p=p), rng.choice(m, n, p=p)
+    same = a == b
+    while same.any():
+        b[same] = rng.choice(m, int(same.sum()), p=p)
+        same = a == b
+    pw = expit(s[a] - s[b])
+    tie_p = tie_rate * 2 * np.minimum(pw, 1 - pw)
+    u = rng.random(n)
+    out = np.where(u < pw - tie_p / 2, 0, np.where(u < pw + tie_p / 2, 2, 1))
+    names = pa.array([f"model-{k:06d}" for k in range(m)], pa.string())
+    table = pa.table(
+        {
+            "model_a": names.take(pa.array(a)),
+            "model_b": names.take(pa.array(b)),
+            "winner": pa.array(["model_a", "model_b", "tie"], pa.string()).take(pa.array(out)),
+        }
+    )
+    return Votes.from_table(table, "arena")
+
+
+def _status_gb(key: str) -> float:
+    """``VmHWM`` (peak) or ``VmRSS`` of this process in GB, from /proc/self/status."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(key + ":"):
+            return int(line.split()[1]) * 1024 / 1e9
+    return float("nan")
+
+
+#: case name -> (models, votes, leaderboard options)
+SCALE_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
+    "3k-sandwich": (3_000, 1_000_000, {"intervals": "sandwich"}),
+    "3k-bootstrap": (3_000, 1_000_000, {"intervals": "bootstrap", "bootstrap_rounds": 100, "matrices": False}),
+    "100k-point": (100_000, 1_000_000, {"intervals": "none", "matrices": False}),
+    "100k-default": (100_000, 1_000_000, {}),
+}
+
+
+def scale_child(case: str, dense: bool, rounds: int | None) -> None:
+    """Run one case in this (fresh) process and print one JSON line: seconds, peak GB, result."""
+    tune_process()
+    m, n, options = SCALE_CASES[case]
+    options = dict(options)
+    if rounds is not None and "bootstrap_rounds" in options:
+        options["bootstrap_rounds"] = rounds
+    votes = arena_votes(m, n, seed=21)
+    base = _status_gb("VmRSS")
+    if dense:
+        budget.DENSE_MODELS = 10**9  # every fit dense: the path before issue 12
+        est = budget.estimate_memory(
+            m, n, intervals=options.get("intervals", "sandwich"), matrices=options.get("matrices", True)
+        )
+        if est.quadratic > 64e9:  # would not fit this machine: do not try
+            print(json.dumps({"seconds": None, "peak_gb": None, "result": f"not run: needs ~{est.gb:,.0f} GB"}))
+            return
+    Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the peak from here on
+    t0 = time.perf_counter()
+    try:
+        lb = bt.leaderboard(votes, **options)
+        codes = [d.code for d in lb.diagnostics if d.code not in ("provisional", "min_votes")]
+        assert lb.summary is not None
+        result = f"{lb.summary.n_models:,} rated, {lb.summary.iterations} Newton steps, |g| {lb.summary.grad_norm:.0e}"
+        if lb.estimates is not None and lb.estimates.rounds:
+            result += f", {lb.estimates.rounds} rounds ({lb.estimates.rounds_not_converged} not converged)"
+        result += f"; {', '.join(codes) or 'no warnings'}"
+    except bt.MemoryLimitError as err:
+        result = f"refused: {err}"
+    seconds = time.perf_counter() - t0
+    out = {"seconds": seconds, "peak_gb": _status_gb("VmHWM"), "base_gb": base, "result": result}
+    print(json.dumps(out))
+
+
+def run_scale(quick: bool) -> None:
+    """Each many-model case in a subprocess (new path, then the previous dense path) and the table."""
+    rounds = 20 if quick else None
+    print("\n## Many models: wall time and peak RSS of bt.leaderboard, one fresh process per row")
+    print("| case | path | leaderboard() (s) | peak RSS (GB) | result |")
+    print("|---|---|---:|---:|---|")
+    for case, (m, n, options) in SCALE_CASES.items():
+        paths = ("sparse (new)", "dense (previous)") if case != "100k-default" else ("sparse (new)",)
+        for path in paths:
+            cmd = [sys.executable, __file__, "--child", case] + (["--dense"] if "dense" in path else [])
+            if rounds is not None:
+                cmd += ["--rounds", str(rounds)]
+            try:
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+                line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
+                res = json.loads(line) if line.startswith("{") else {"result": "failed: " + done.stderr[-300:]}
+            except subprocess.TimeoutExpired:
+                res = {"result": "timed out after 900 s"}
+            secs = f"{res['seconds']:.1f}" if res.get("seconds") is not None else "–"
+            peak = f"{res['peak_gb']:.2f}" if res.get("peak_gb") is not None else "–"
+            opts = ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
+            label = f"{m:,} models, {n:,} votes ({opts})"
+            if rounds is not None and "bootstrap_rounds" in options:
+                label = label.replace(f"bootstrap_rounds={options['bootstrap_rounds']}", f"bootstrap_rounds={rounds}")
+            print(f"| {label} | {path} | {secs} | {peak} | {res['result']} |", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="fewer sequential rounds")
+    parser.add_argument("--quick", action="store_true", help="fewer sequential (and many-model bootstrap) rounds")
+    parser.add_argument("--scale-only", action="store_true", help="only the many-model cases")
+    parser.add_argument("--no-scale", action="store_true", help="skip the many-model cases")
+    parser.add_argument("--child", choices=sorted(SCALE_CASES), help=argparse.SUPPRESS)
+    parser.add_argument("--dense", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--rounds", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        scale_child(args.child, args.dense, args.rounds)
+        return
     tune_process()  # as the CLI and the app do: jemalloc for Arrow, glibc keeps freed blocks
-    run_case("small", 20, 20_000, seed=11, seq_rounds=50 if args.quick else 200)
-    run_case("large", 150, 2_000_000, seed=12, seq_rounds=3 if args.quick else 10)
+    if not args.scale_only:
+        run_case("small", 20, 20_000, seed=11, seq_rounds=50 if args.quick else 200)
+        run_case("large", 150, 2_000_000, seed=12, seq_rounds=3 if args.quick else 10)
+    if not args.no_scale:
+        run_scale(args.quick)
 
 
 if __name__ == "__main__":

@@ -226,3 +226,16 @@ def test_newton_cg_is_exported_and_reaches_the_tolerance() -> None:
     x, iters, gn, h = bt.newton_cg(lik, np.zeros(agg.n_models), agg.counts, agg.total, bt.components(agg), bt.TOL)
     assert gn <= bt.TOL and iters > 0 and h.shape == (80, 80)
     np.testing.assert_allclose(x, bt.fit(agg).x, atol=1e-8)
+
+
+@pytest.mark.parametrize(("ties", "l2"), [("half", 0.0), ("half", 0.1), ("davidson", 0.0)])
+def test_sandwich_variances_without_the_full_covariance(ties: str, l2: float) -> None:
+    agg = bt.aggregate(_votes(40, 4000, seed=14, groups=2))
+    f = bt.fit(agg, ties=ties, l2=l2)
+    cov = bt.sandwich_cov(agg, f)
+    var, col = intervals.sandwich_var(agg, f, anchor=3)
+    assert col is not None
+    np.testing.assert_allclose(var, np.diag(cov), rtol=1e-9, atol=1e-15)
+    np.testing.assert_allclose(col, cov[:, 3], rtol=1e-9, atol=1e-15)
+    scale = bt.RatingScale(anchor=3)
+    np.testing.assert_allclose(scale.sd_from(var, col, f.components), scale.sd(cov, f.components), rtol=1e-8)

@@ -249,7 +249,8 @@ def scale_path(f: Fit, intervals: str) -> list[Diagnostic]:
     if not sp.issparse(f.hessian):
         return []
     how = {
-        "sandwich": "sandwich intervals from one dense inverse of that Hessian",
+        "sandwich": "sandwich intervals from the exact variances diag(H^-1 V H^-1), with one dense Cholesky "
+        "inverse of that Hessian and the sparse score outer products V (no full covariance)",
         "bootstrap": "bootstrap rounds redrawn by resampling the votes (vectorised), warm-started at the "
         "point fit with chord steps, finished by sparse Newton-CG preconditioned by the point fit's inverse Hessian",
         "none": "no intervals",

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from scipy.linalg.lapack import dpotrf, dpotri
 from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
@@ -49,6 +50,44 @@ def sandwich_cov(agg: Aggregated, f: Fit) -> np.ndarray:
             hinv = np.linalg.inv(h + gauge) - gauge
         cov = hinv @ meat @ hinv
     return cov[: agg.n_models, : agg.n_models]
+
+
+def _spd_inverse(a: np.ndarray) -> np.ndarray:
+    """Inverse of the symmetric positive definite ``a`` (overwritten) by Cholesky (LAPACK
+    potrf + potri, about a third of the work of an LU inverse); an LU inverse if ``a`` is not
+    numerically positive definite."""
+    c, info = dpotrf(a, lower=False, clean=True, overwrite_a=True)
+    if info != 0:
+        return np.linalg.inv(a)
+    inv, info = dpotri(c, lower=False, overwrite_c=True)
+    if info != 0:
+        return np.linalg.inv(a)
+    lower = np.tril_indices(inv.shape[0], -1)
+    inv[lower] = inv.T[lower]  # potri fills the upper triangle
+    return inv
+
+
+def sandwich_var(agg: Aggregated, f: Fit, anchor: int | None = None) -> tuple[np.ndarray, np.ndarray | None]:
+    """The sandwich variances ``diag(H^+ V H^+)`` (M,) of the natural strengths and, with an
+    ``anchor``, the anchor's covariance column, without forming the full covariance: one
+    Cholesky inverse of ``H`` (plus the gauge projector without a ridge, removed after), the
+    sparse meat ``V`` times it, and ``var_j = sum_i H^+_ij (V H^+)_ij``. Used on the sparse path
+    (``~7 D^2`` floats, `budget.estimate_memory`); BLAS may use every core here."""
+    lik = Likelihood(agg.pairs, agg.n_models, f.ties, f.l2)
+    h = f.hessian.toarray() if not isinstance(f.hessian, np.ndarray) else np.array(f.hessian, copy=True)
+    gauge = gauge_projector(f.components, lik.dim) if f.l2 <= 0 else None
+    if gauge is not None:
+        h += gauge
+    hinv = _spd_inverse(h)
+    del h
+    if gauge is not None:
+        hinv -= gauge
+        del gauge
+    vh = np.asarray(lik.sparse_meat(f.x, agg.counts2, HessianPattern(lik)) @ hinv)
+    m = agg.n_models
+    var = np.einsum("ij,ij->j", hinv[:, :m], vh[:, :m])
+    col = None if anchor is None else (hinv @ vh[:, anchor])[:m]
+    return var, col
 
 
 # ---- bootstrap ---------------------------------------------------------------------------
@@ -127,6 +166,66 @@ def _chord_steps(
     return act
 
 
+def _anderson_steps(
+    lik: Likelihood,
+    x: np.ndarray,
+    c: np.ndarray,
+    total: np.ndarray,
+    h0inv: np.ndarray,
+    tol: float,
+    iters: int,
+    depth: int = 5,
+) -> np.ndarray:
+    """`_chord_steps` accelerated by Anderson mixing (type II, the last ``depth`` steps): with
+    ``f_k = -g(x_k) H0^-1`` the chord step, ``x_{k+1} = x_k + f_k - (dX + dF) gamma`` where
+    ``gamma`` minimises ``|f_k - dF gamma|`` over the differences of the last iterates and
+    steps (a (depth x depth) ridge-stabilised solve per round, batched). On a near-quadratic
+    loss this converges like a Krylov method (about twice as fast as plain chord steps here);
+    a round whose gradient grows restarts its history. Same stopping rule, same in-place
+    update and return as `_chord_steps`."""
+    fast = lik.ties == "half"
+    if fast:
+        nn = c.sum(axis=2)
+        yy = c[..., 0] + 0.5 * c[..., 1]
+    bsz, dim = x.shape
+    dx = np.zeros((bsz, depth, dim))
+    df = np.zeros((bsz, depth, dim))
+    prev_x, prev_f = np.zeros_like(x), np.zeros_like(x)
+    prev_gn = np.full(bsz, np.inf)
+    act = np.arange(bsz)
+    for k in range(iters):
+        if fast:
+            g = grad_half(lik, x[act], nn[act], yy[act])
+        else:
+            _, g = lik.value_grad(x[act], c[act])
+        gn = np.linalg.norm(g, axis=1) / total[act]
+        keep = gn > tol
+        if not keep.any():
+            return act[:0]
+        act, g, gn = act[keep], g[keep], gn[keep]
+        f = -(g @ h0inv)
+        if k > 0:
+            slot = (k - 1) % depth
+            dx[act, slot] = x[act] - prev_x[act]
+            df[act, slot] = f - prev_f[act]
+            grew = act[gn > 2.0 * prev_gn[act]]
+            dx[grew] = 0.0  # restart: plain chord steps from here
+            df[grew] = 0.0
+        prev_x[act], prev_f[act], prev_gn[act] = x[act], f, gn
+        hist = min(k, depth)
+        if hist == 0:
+            x[act] += f
+            continue
+        big_f, big_x = df[act, :hist], dx[act, :hist]
+        gram = np.einsum("ahd,akd->ahk", big_f, big_f)
+        rhs = np.einsum("ahd,ad->ah", big_f, f)
+        ridge = 1e-10 * np.einsum("ahh->a", gram) + 1e-300
+        gram += ridge[:, None, None] * np.eye(hist)[None]
+        gamma = np.linalg.solve(gram, rhs[..., None])[..., 0]
+        x[act] += f - np.einsum("ah,ahd->ad", gamma, big_x + big_f)
+    return act
+
+
 def bootstrap(
     agg: Aggregated,
     f: Fit,
@@ -146,8 +245,8 @@ def bootstrap(
     not yet within ``tol`` with exact batched Newton + line search (in batches of at most
     `budget.NEWTON_BATCH_BYTES` of Hessians). ``progress(done, rounds)`` is called after each
     block. Above `budget.DENSE_MODELS` parameters (the scale path) the counts are redrawn by
-    `_resampler` (same distribution, O(votes) per round), chord steps run up to three times as
-    long, and the remaining rounds finish with sparse Newton-CG (`fitting.newton_cg`)
+    `_resampler` (same distribution, O(votes) per round), the chord steps are Anderson-accelerated
+    (`_anderson_steps`, up to three times ``chord_iters``), and the remaining rounds finish with sparse Newton-CG (`fitting.newton_cg`)
     preconditioned by ``H0^+``: nothing (rounds, D, D) is allocated.
     """
     t0 = time.perf_counter()
@@ -178,7 +277,10 @@ def bootstrap(
             c = _draw_counts(rng, agg, cells, pvals, bsz) if draw is None else draw(rng, bsz)
             total = c.sum(axis=(1, 2))
             x = np.repeat(f.x[None], bsz, axis=0)
-            todo = _chord_steps(lik, x, c, total, h0inv, tol, chord_iters if dense else 3 * chord_iters)
+            if dense:
+                todo = _chord_steps(lik, x, c, total, h0inv, tol, chord_iters)
+            else:
+                todo = _anderson_steps(lik, x, c, total, h0inv, tol, 3 * chord_iters)
             if dense:  # rounds not yet confirmed within tol (or diverging): exact batched Newton
                 for at in range(0, len(todo), newton_batch):
                     part = todo[at : at + newton_batch]
@@ -228,9 +330,16 @@ def point_estimates(f: Fit, scale: RatingScale, ci: float) -> Estimates:
 
 def sandwich_estimates(agg: Aggregated, f: Fit, scale: RatingScale, ci: float, *, all_ties: bool) -> Estimates:
     """``rating -+ z sd`` with ``z`` the normal quantile of ``0.5 + ci / 2`` and ``sd`` from
-    `sandwich_cov` (zero when every vote is a tie: all ratings are then exactly equal)."""
+    `sandwich_cov` (zero when every vote is a tie: all ratings are then exactly equal); on the
+    sparse path from `sandwich_var` (the same numbers without the full covariance)."""
     ratings = scale.ratings(f.s, f.components)
-    sd = np.zeros(len(f.models)) if all_ties else scale.sd(sandwich_cov(agg, f), f.components)
+    if all_ties:
+        sd = np.zeros(len(f.models))
+    elif isinstance(f.hessian, np.ndarray):
+        sd = scale.sd(sandwich_cov(agg, f), f.components)
+    else:
+        var, col = sandwich_var(agg, f, scale.anchor)
+        sd = scale.sd_from(var, col, f.components)
     z = float(ndtri(0.5 + ci / 2))
     return Estimates(f.models, "sandwich", ci, ratings, ratings - z * sd, ratings + z * sd, sd=sd)
 

@@ -65,10 +65,17 @@ class RatingScale:
     def sd(self, cov: np.ndarray, comp: np.ndarray) -> np.ndarray:
         """Rating standard deviations from the covariance ``cov`` (M, M) of the strengths:
         with an anchor, of ``s_k - s_anchor`` within the anchor's component (0 for the anchor)."""
-        var = np.diag(cov).copy()
+        k = self.anchor
+        return self.sd_from(np.diag(cov), None if k is None else cov[:, k], comp)
+
+    def sd_from(self, var: np.ndarray, anchor_cov: np.ndarray | None, comp: np.ndarray) -> np.ndarray:
+        """`sd` from the variances ``var`` (M,) and, with an anchor, the anchor's column of the
+        covariance ``anchor_cov`` (M,): what `sd` reads of the full matrix."""
+        var = np.array(var, dtype=np.float64, copy=True)
         if self.anchor is not None:
+            assert anchor_cov is not None  # the caller passes the anchor's column with an anchor
             k = self.anchor
             same = comp == comp[k]
-            var[same] = var[same] + cov[k, k] - 2 * cov[same, k]
+            var[same] = var[same] + anchor_cov[k] - 2 * anchor_cov[same]
             var[k] = 0.0
         return self.factor * np.sqrt(np.clip(var, 0.0, None))
