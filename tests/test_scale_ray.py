@@ -83,3 +83,42 @@ def test_cli_on_ray_and_shard_errors(tmp_path, small_shards, capsys):
     assert capsys.readouterr().err.splitlines()[-1] == expected
     with pytest.raises(DataError):
         jobs.evaluate_files([str(paths[0])], read_qrels(qrels), "mrr", engine="ray")
+
+
+def test_rate_limiter_schedule(monkeypatch):
+    from core.scale import rerank
+
+    monkeypatch.setattr(rerank.time, "monotonic", lambda: 100.0)
+    limiter = rerank.RateLimiter(rate=10.0, burst=2)
+    waits = [limiter.acquire("k") for _ in range(4)]
+    assert waits == pytest.approx([0.0, 0.0, 0.1, 0.2]) and limiter.acquire("other") == 0.0
+    assert limiter.stats() == {"k": 4, "other": 1}
+
+
+def test_rerank_on_ray_equals_one_process_and_resumes_from_the_shared_cache(tmp_path, capsys):
+    import json
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "rerank"))
+    from fake_openai_server import FakeOpenAIServer
+
+    with FakeOpenAIServer() as server:
+        argv = ["rerank", "--demo", "--provider", "openai", "--model", "m", "--base-url", server.base_url]
+        argv += ["--max-queries", "6", "--window", "5", "--stride", "2", "--format", "json"]
+        one = tmp_path / "one.trec"
+        assert main([*argv, "--no-cache", "-o", str(one)]) == 0
+        capsys.readouterr()
+        sent = len(server.requests)
+        cache = ["--cache-dir", str(tmp_path / "cache")]
+        spread = tmp_path / "ray.trec"
+        assert main([*argv, *cache, "--engine", "ray", "--rate-limit", "500", "--burst", "4", "-o", str(spread)]) == 0
+        first = capsys.readouterr()
+        assert spread.read_text() == one.read_text()
+        assert len(server.requests) == 2 * sent  # the same calls, spread over the workers
+        assert f"rate limit 500 operations/s (burst 4): {json.loads(first.out)['calls']} operations paced" in first.err
+        again = tmp_path / "again.trec"
+        assert main([*argv, *cache, "--engine", "ray", "-o", str(again)]) == 0
+        usage = json.loads(capsys.readouterr().out)
+        assert len(server.requests) == 2 * sent and usage["cache_hits"] == usage["calls"] > 0  # resumed
+        assert again.read_text() == one.read_text()

@@ -146,6 +146,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pv.add_argument("--cache-dir", default=".ranklens_cache")
     pv.add_argument("--no-cache", action="store_true")
     pv.add_argument("--clear-cache", action="store_true", help="delete cached replies first")
+    eng = parser.add_argument_group("engine")
+    eng.add_argument(
+        "--engine",
+        choices=("memory", "ray"),
+        default="memory",
+        help="memory: this process; ray: the queries split over a Ray cluster's workers, each with its own "
+        "--concurrency, the disk cache shared (default memory)",
+    )
+    eng.add_argument("--address", metavar="ADDR", help="with --engine ray: the cluster to join (default: a local one)")
+    eng.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="OPS",
+        help="with --engine ray: most operations per second over the whole cluster, per endpoint and key",
+    )
+    eng.add_argument("--burst", type=int, default=1, help="with --rate-limit: operations allowed at once (default 1)")
     out = parser.add_argument_group("output")
     out.add_argument("--dry-run", action="store_true", help="print the call and cost estimate only")
     out.add_argument("-o", "--output", help="write the reranked run as TREC")
@@ -421,6 +437,8 @@ def run(args: argparse.Namespace) -> int:
     if args.clear_cache:
         removed = ReplyCache(args.cache_dir).clear()
         print(f"cleared {removed} cached replies from {args.cache_dir}", file=sys.stderr)
+    if args.engine == "ray":  # every worker reaches the same cache: a rerun resumes
+        args.cache_dir = os.path.abspath(args.cache_dir)
     make = _factory(args, kind)
     options = dict(
         concurrency=args.concurrency,
@@ -443,6 +461,24 @@ def run(args: argparse.Namespace) -> int:
     providers = []
     for s in strategies:
         providers.append(make())
+        if args.engine == "ray":
+            from core.scale.rerank import limiter_key, rerank_on_ray
+
+            key = limiter_key(args.base_url, os.environ.get("OPENAI_API_KEY") or os.environ.get("AZURE_OPENAI_API_KEY"))
+            results.append(
+                rerank_on_ray(
+                    cands,
+                    s,
+                    make,
+                    params=_params(args, s),
+                    options=options,
+                    rate=args.rate_limit,
+                    burst=args.burst,
+                    key=key,
+                    address=args.address,
+                )
+            )
+            continue
         results.append(
             rerank_candidates(cands, s, providers[-1], params=_params(args, s), progress=progress, **options)
         )
