@@ -17,6 +17,7 @@ expect = pytest.importorskip("playwright.sync_api", reason="playwright is not in
 
 NAV_TITLES = ("Home", "Data", "Metrics")
 RUN_NAME = "e2e_tied_run"
+ARTIFACTS_DIR = Path(__file__).resolve().parent / "artifacts"
 
 # Two queries; q1 has a tie (d2, d3 at 1.5) holding the only relevant document d2.
 # MRR@10 by hand: traditional (trec_eval puts d3 before d2) = (1/3 + 1) / 2 = 0.6667;
@@ -70,26 +71,46 @@ def assert_app_frame(page, title: str) -> None:
     assert_no_crash(page)
 
 
-def table_row(page, run: str) -> dict[str, str]:
-    """The Metrics summary table's row for ``run`` as {column header: cell text}."""
-    table = page.get_by_test_id("stTable").first
-    expect(table).to_contain_text(run)
-    headers = [h.strip() for h in table.locator("thead th").all_inner_texts()]
-    row = table.locator("tbody tr").filter(has_text=run).first
-    cells = [c.strip() for c in row.locator("th, td").all_inner_texts()]
-    assert len(cells) == len(headers), (headers, cells)
-    return dict(zip(headers, cells, strict=False))
+#: issue 11: the tie figure must be visible without scrolling at this size
+FOLD = {"width": 1440, "height": 900}
+
+
+def assert_tie_figure_above_the_fold(page, name: str) -> None:
+    """The page's first Plotly chart is the tie figure and lies wholly inside a 1440x900
+    viewport, without scrolling; a screenshot of exactly that view goes to the artifacts."""
+    chart = page.get_by_test_id("stPlotlyChart").first
+    expect(chart.locator(".js-plotly-plot")).to_be_visible()
+    expect(chart).to_contain_text("the range ties allow, per run")
+    expect(chart).to_contain_text("tie-aware")
+    main = page.get_by_test_id("stMain")
+    assert main.evaluate("el => el.scrollTop") == 0
+    box = chart.bounding_box()
+    assert box is not None
+    assert box["y"] >= 0 and box["y"] + box["height"] <= FOLD["height"], box
+    assert box["x"] >= 0 and box["x"] + box["width"] <= FOLD["width"], box
+    ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS_DIR / f"{name}-1440x900.png"))  # the viewport only: what a user sees first
 
 
 def test_home_on_demo_data(app_server, page, goto, screenshot):
+    page.set_viewport_size(FOLD)
     goto(page, app_server)
     assert_app_frame(page, "RankLens")
     assert nav_titles(page)[: len(NAV_TITLES)] == list(NAV_TITLES)
-    # The demo is loaded: its runs are selected in the sidebar and Home's MRR@10 table has numbers.
+    # The demo is loaded: its runs are selected in the sidebar, and Home opens with the tie figure.
     expect(page.get_by_test_id("stSidebar")).to_contain_text("demo")
-    home_table = page.get_by_test_id("stTable").first
-    expect(home_table).to_contain_text(re.compile(r"\d\.\d{4}"))
+    assert_tie_figure_above_the_fold(page, "home")
+    expect(page.get_by_test_id("stMain")).to_contain_text(re.compile(r"On mrr@10, .*\d\.\d{4}"))
     screenshot(page, "home")
+
+
+def test_metrics_opens_with_the_tie_figure_above_the_fold(app_server, page, goto, wait_for_app, screenshot):
+    page.set_viewport_size(FOLD)
+    goto(page, app_server)
+    open_nav(page, "Metrics", wait_for_app)
+    expect(page.get_by_role("heading", level=1, name="Metrics")).to_be_visible()
+    assert_tie_figure_above_the_fold(page, "metrics")
+    assert_no_crash(page)
 
 
 def test_upload_run_and_qrels_then_metrics(app_server, page, tmp_path: Path, goto, wait_for_app, screenshot):
@@ -118,12 +139,11 @@ def test_upload_run_and_qrels_then_metrics(app_server, page, tmp_path: Path, got
     open_nav(page, "Metrics", wait_for_app)  # a sidebar navigation click keeps the session's uploads
     expect(page).to_have_url(re.compile(r"/evaluate(\?.*)?$"))
     expect(page.get_by_role("heading", level=1, name="Metrics")).to_be_visible()
-    row = table_row(page, RUN_NAME)
-    numbers = [float(m) for v in list(row.values())[1:] for m in re.findall(r"\d+\.\d+", v)]
-    assert numbers and all(0.0 <= x <= 1.0 for x in numbers), row
-    # Hand-computed values for this run (see RUN_TREC).
-    assert row["mrr@10 (trad.)"] == "0.6667", row
-    assert row["mrr@10 tie-aware"].startswith("0.7083 [0.667, 0.750]"), row
+    # Hand-computed values for this run (see RUN_TREC), in the sentence under the tie figure
+    expect(page.get_by_test_id("stMain")).to_contain_text(
+        f"The widest tie range is {RUN_NAME}'s: 0.6667 to 0.7500 (traditional 0.6667, tie-aware 0.7083)."
+    )
+    expect(page.get_by_test_id("stDataFrame").first).to_be_visible()  # the numeric summary (a canvas grid)
     assert_no_crash(page)
     screenshot(page, "metrics")
 
