@@ -26,6 +26,8 @@ from core.reports import leaderboard as reports
 from pages.common import cache, figures, state, ui
 
 UPLOAD_KEY = "lb_upload"
+#: table columns shown only on request (the table then fits beside the interval plot)
+WTL_COLUMNS = ("wins", "ties", "losses")
 #: the widget key of the "Intervals" choice (sandwich / bootstrap)
 SHOW_KEY = "lb_show"
 L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
@@ -70,7 +72,7 @@ elif state.LB_VOTES.get() not in names:
 # The top row (votes, intervals, bootstrap, search, pins) and everything under it are the same
 # elements in the same places on every run (the bootstrap's progress has its own slot), so
 # nothing is drawn twice while the bootstrap runs. The settings sit in one collapsed expander.
-top = st.columns([2, 2, 1, 2, 2], vertical_alignment="bottom")
+top = st.columns([2, 2, 1.6, 2, 2], vertical_alignment="bottom")
 name = top[0].selectbox("Votes", names, key=state.LB_VOTES.key, format_func=ui.demo_label(ws, "votes"))
 votes = ws.get("votes", name)
 with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap", icon=":material/tune:"):
@@ -155,6 +157,11 @@ with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap
     seed = int(b2.number_input("Seed", min_value=0, value=0, step=1, key="lb_seed"))
     with b3:
         figures.image_format_picker()
+    show_wtl = st.checkbox(
+        "Show wins, ties and losses in the table",
+        key="lb_show_wtl",
+        help="Off: the table fits beside the interval plot. The downloads always hold them.",
+    )
 intro.caption(INTRO.format(formula=reports.scale_formula(scale, base, init)))
 
 request = cache.BoardRequest(
@@ -239,7 +246,7 @@ models = focused["model"].tolist()
 if note := reports.focus_note(len(focused), len(display), query, pinned):
     st.caption(ui.escape_markdown(note))
 
-left, right = st.columns([3, 2])
+left, right = st.columns([7, 4])
 with left:
     st.dataframe(
         focused,
@@ -252,15 +259,16 @@ with left:
                 "Rank (UB)", width="small", help="1 + models whose lower bound exceeds this model's upper bound"
             ),
             "model": "Model",
-            "rating": st.column_config.NumberColumn("Rating", format="%.1f"),
+            "rating": st.column_config.NumberColumn("Rating", format="%.1f", width="small"),
             "ci": st.column_config.TextColumn(f"{ci:.0%} CI (±)"),
-            "votes": "Votes",
-            "wins": "Wins",
-            "ties": "Ties",
-            "losses": "Losses",
-            "provisional": st.column_config.CheckboxColumn("Provisional"),
+            "votes": st.column_config.NumberColumn("Votes", width="small"),
+            "wins": st.column_config.NumberColumn("Wins", width="small"),
+            "ties": st.column_config.NumberColumn("Ties", width="small"),
+            "losses": st.column_config.NumberColumn("Losses", width="small"),
+            "provisional": st.column_config.CheckboxColumn("Prov.", width="small", help="Provisional: few votes"),
         },
         placeholder="—",
+        column_order=[c for c in reports.DISPLAY_COLUMNS if show_wtl or c not in WTL_COLUMNS],
     )
     st.caption(f"L2 penalty: {ui.escape_markdown(summary.penalty)}.")
     stem = figures.file_stem(f"leaderboard-{name}")

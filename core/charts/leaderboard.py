@@ -65,7 +65,14 @@ def rating_intervals(
             name="rating",
         )
     )
-    fig.update_layout(**base_layout(title=title, height=max(320, 26 * len(t) + 120), showlegend=False))
+    fig.update_layout(
+        **base_layout(
+            title=title,
+            height=max(320, 26 * len(t) + 90),
+            showlegend=False,
+            margin=dict(l=60, r=20, t=56, b=50),  # no legend row above the plot
+        )
+    )
     fig.update_xaxes(title="rating")
     fig.update_yaxes(title=None, categoryorder="array", categoryarray=labels, dtick=1)
     return fig

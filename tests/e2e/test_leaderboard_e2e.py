@@ -42,3 +42,60 @@ def test_leaderboard_page_end_to_end(page, app_server, goto, wait_for_app, scree
     expect(main.get_by_text("broken_votes.csv, line 3").first).to_be_visible(timeout=30_000)
     expect(main.get_by_test_id("stException")).to_have_count(0)
     screenshot(page, "leaderboard-bad-upload")
+
+
+def test_leaderboard_top_of_page_and_figure_downloads(page, app_server, goto, wait_for_app, screenshot, tmp_path):
+    """At 1440x900 the ranked table and the interval plot are on screen without scrolling; the
+    chart toolbar downloads the figure as PNG, and as SVG after the format choice, offline."""
+    from playwright.sync_api import expect
+
+    _open_leaderboard(page, app_server, goto, wait_for_app)
+    main = page.get_by_test_id("stMain")
+    table = main.get_by_test_id("stDataFrame").first
+    plot = main.locator(".js-plotly-plot").first
+    expect(table).to_be_visible(timeout=30_000)
+    expect(plot).to_be_visible(timeout=30_000)
+    height = page.viewport_size["height"]
+    assert table.bounding_box()["y"] < height - 200 and plot.bounding_box()["y"] < height - 200
+    screenshot(page, "leaderboard-top")
+
+    def download(fmt: str) -> str:
+        plot.hover()
+        button = plot.locator(".modebar-btn[data-title^='Download plot']")
+        with page.expect_download(timeout=30_000) as info:
+            button.click()
+        path = tmp_path / info.value.suggested_filename
+        info.value.save_as(path)
+        assert path.suffix == f".{fmt}", path.name
+        return path.read_bytes().decode("latin-1")
+
+    png = download("png")
+    assert png.startswith("\x89PNG")
+    # the format choice lives in the settings expander
+    main.get_by_text("Settings: intervals").first.click()
+    main.get_by_test_id("stButtonGroup").filter(has_text="SVG").get_by_text("SVG").click()
+    wait_for_app(page)
+    plot = main.locator(".js-plotly-plot").first
+    svg = download("svg")
+    assert "<svg" in svg[:400] and "orca-ultra" in svg
+
+
+def test_dark_system_setting_gives_the_dark_theme(page, app_server, goto, wait_for_app, screenshot):
+    """With the system in dark mode the app opens in the dark theme of .streamlit/config.toml and
+    its charts' text is light."""
+    from playwright.sync_api import expect
+
+    page.emulate_media(color_scheme="dark")
+    try:
+        _open_leaderboard(page, app_server, goto, wait_for_app)
+        app = page.get_by_test_id("stApp")
+        assert app.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(16, 22, 29)"  # [theme.dark]
+        plot = page.get_by_test_id("stMain").locator(".js-plotly-plot").first
+        expect(plot).to_be_visible(timeout=30_000)
+        tick = plot.locator(".ytick text").first
+        fill = tick.evaluate("e => getComputedStyle(e).fill")
+        r, g, b = (int(v) for v in fill[fill.index("(") + 1 : fill.index(")")].split(",")[:3])
+        assert (r + g + b) / 3 > 128, fill  # light text on the dark background
+        screenshot(page, "leaderboard-dark")
+    finally:
+        page.emulate_media(color_scheme="light")
