@@ -1,8 +1,10 @@
 """AppTest: save a session with uploads as a workspace file, open it in a new session, and
-see the same tables and metrics on every page; a bad file changes nothing."""
+see the same tables, metrics and figures (Plotly traces) on every page; a bad file changes
+nothing."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -34,6 +36,7 @@ def snapshot(at: AppTest) -> dict[str, Any]:
             "frames": [f.value for f in at.dataframe],
             "tables": [t.value for t in at.table],
             "metrics": [(m.label, m.value) for m in at.metric],
+            "charts": [json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")],
             "errors": [e.value for e in at.error],
         }
     return out
@@ -46,6 +49,7 @@ def assert_same(before: dict[str, Any], after: dict[str, Any]) -> None:
         for x, y in zip(b["frames"] + b["tables"], a["frames"] + a["tables"], strict=True):
             pd.testing.assert_frame_equal(x, y)
         assert b["metrics"] == a["metrics"], page
+        assert b["charts"] == a["charts"], page
         assert b["errors"] == a["errors"], page
 
 
@@ -73,6 +77,7 @@ def test_save_new_session_open_gives_identical_pages():
     assert raw is not None
     assert load_workspace(raw).workspace.names("answers") == at.session_state["workspace"].names("answers") != []
     before = snapshot(at)  # visits every page: adds their demo datasets after the save, as it will after opening
+    assert sum(len(before[p]["charts"]) for p in PAGES) >= 3 and sum(len(before[p]["frames"]) for p in PAGES) >= 5
 
     fresh = AppTest.from_file(APP, default_timeout=120)
     fresh.run()
