@@ -221,11 +221,11 @@ def run_scale(quick: bool) -> None:
             if rounds is not None:
                 cmd += ["--rounds", str(rounds)]
             try:
-                done = subprocess.run(cmd, capture_output=True, text=True, timeout=900, check=False)
+                done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, check=False)
                 line = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else ""
                 res = json.loads(line) if line.startswith("{") else {"result": "failed: " + done.stderr[-300:]}
             except subprocess.TimeoutExpired:
-                res = {"result": "timed out after 900 s"}
+                res = {"result": "timed out after 600 s"}
             secs = f"{res['seconds']:.1f}" if res.get("seconds") is not None else "–"
             peak = f"{res['peak_gb']:.2f}" if res.get("peak_gb") is not None else "–"
             opts = ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
