@@ -47,14 +47,19 @@ ws = ui.workspace()
 ws.ensure_demo("rerank")
 
 
-def _add_candidates_from_run(run_file: Any, corpus_file: Any, queries_file: Any, depth: int) -> None:
-    """Build candidates from uploaded (run or candidate TSV, corpus, queries) files and add
+#: The first-stage run choice that shows the run uploader (else a loaded run is used).
+UPLOAD_RUN = "(upload a run file)"
+
+
+def _add_candidates_from_run(run: tuple[str, bytes], corpus_file: Any, queries_file: Any, depth: int) -> None:
+    """Build candidates from a first-stage run (an uploaded run or candidate TSV, or a loaded
+    run written as TREC: ``(file name, bytes)``) and uploaded corpus and queries files, and add
     them to the workspace as a corpus (selected); the outcome is a message for
     `ui.show_upload_messages`. The same files and depth are added once; on an error nothing
     is added and what is loaded stays."""
-    data = (run_file.getvalue(), corpus_file.getvalue(), queries_file.getvalue())
+    data = (run[1], corpus_file.getvalue(), queries_file.getvalue())
     digests = (cache.bytes_digest(data[0]), cache.bytes_digest(data[1]), cache.bytes_digest(data[2]))
-    filenames = (str(run_file.name), str(corpus_file.name), str(queries_file.name))
+    filenames = (run[0], str(corpus_file.name), str(queries_file.name))
     h = cache.bytes_digest("|".join((*digests, str(depth))).encode())
     done = state.INGESTED.setdefault()
     if ("corpus", h) in done:
@@ -89,12 +94,25 @@ with st.expander("Upload candidates", expanded=False, icon=":material/upload:"):
         )
     with from_run:
         u1, u2, u3 = st.columns(3)
-        run_file = u1.file_uploader(
-            "First-stage run",
-            key="rr_run_file",
-            help="A TREC run (qid Q0 docid rank score tag), CSV/TSV/JSONL/Parquet run, or ranksmith's / BEIR's "
-            "candidate TSV (header query_id document_id [rank] [score]: kept in its given order).",
-        )
+        own_runs = [n for n in ws.names("run") if ws.entry("run", n).origin != "demo"]
+        picked = [n for n in state.SEL_RUNS.get() if n in own_runs]  # the sidebar's choice first
+        run_source = UPLOAD_RUN
+        if own_runs:
+            run_source = u1.selectbox(
+                "First-stage run",
+                [*own_runs, UPLOAD_RUN],
+                index=own_runs.index(picked[0]) if picked else len(own_runs) - 1,
+                key="rr_run_source",
+                help="One of your loaded runs, or upload a file.",
+            )
+        run_file = None
+        if run_source == UPLOAD_RUN:
+            run_file = u1.file_uploader(
+                "First-stage run" if not own_runs else "Run file",
+                key="rr_run_file",
+                help="A TREC run (qid Q0 docid rank score tag), CSV/TSV/JSONL/Parquet run, or ranksmith's / BEIR's "
+                "candidate TSV (header query_id document_id [rank] [score]: kept in its given order).",
+            )
         corpus_file = u2.file_uploader(
             "Corpus",
             key="rr_corpus_file",
@@ -108,9 +126,19 @@ with st.expander("Upload candidates", expanded=False, icon=":material/upload:"):
         )
         v1, v2 = st.columns([1, 2], vertical_alignment="bottom")
         depth = v1.number_input("Depth", 1, 10_000, 100, key="rr_depth", help="Candidates per query: the run's top N.")
-        missing = run_file is None or corpus_file is None or queries_file is None
+        missing = (run_source == UPLOAD_RUN and run_file is None) or corpus_file is None or queries_file is None
         if v2.button("Build candidates", key="rr_build", icon=":material/build:", disabled=missing) and not missing:
-            _add_candidates_from_run(run_file, corpus_file, queries_file, int(depth))
+            if run_file is not None:
+                first_stage: tuple[str, bytes] = (str(run_file.name), run_file.getvalue())
+            else:  # a loaded run, written as TREC (its ranked order) and read back by the same builder
+                try:
+                    text = write_trec_run(ws.get("run", run_source), None) or ""
+                except RankLensError as exc:
+                    text = ""
+                    ui.message("error", ui.escape_markdown(str(exc)))
+                first_stage = (f"{run_source}.trec", text.encode("utf-8"))
+            if first_stage[1]:
+                _add_candidates_from_run(first_stage, corpus_file, queries_file, int(depth))
 ui.show_upload_messages()
 
 corpora = ws.names("corpus")

@@ -380,3 +380,28 @@ def test_hostile_candidate_uploads_show_an_error_not_a_traceback(app):
         errors = [e.value for e in at.error]
         assert any(name in e and "line 1" in e and needle in e for e in errors), errors
         assert at.selectbox(key="rr_corpus").options == ["Demo rerank corpus  ·  demo"]  # nothing lost or added
+
+
+OWN_RUN = b"q1 Q0 d2 1 2.0 bm25\nq1 Q0 d1 2 1.0 bm25\nq2 Q0 d3 1 3.0 bm25\nq2 Q0 d1 2 1.0 bm25\nq3 Q0 d1 1 5.0 bm25\n"
+
+
+def test_candidates_from_a_loaded_run_of_the_user(app):
+    open_page(app, "data")
+    app.get("file_uploader")[0].set_value(("firststage.trec", OWN_RUN, "text/plain")).run()
+    assert not app.exception
+    at = _open(app)
+    source = at.selectbox(key="rr_run_source")
+    run_name = source.value
+    assert run_name != "(upload a run file)" and source.options[-1] == "(upload a run file)"
+    at.file_uploader(key="rr_corpus_file").set_value(("corpus.csv", CORPUS_CSV, "text/csv")).run()
+    at.file_uploader(key="rr_queries_file").set_value(("queries.jsonl", QUERIES_JSONL, "application/json")).run()
+    at.button(key="rr_build").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert not at.error, [e.value for e in at.error]
+    assert at.selectbox(key="rr_corpus").value == run_name  # the user's candidates are selected
+    assert at.dataframe[0].value["queries"].tolist() == [3]
+    at.button(key="rr_run").click().run()
+    assert not at.exception and not at.error
+    assert at.selectbox(key="rr_query").options[0] == "q1: red fox"
+    before = next(d.value for d in at.dataframe if "passage" in d.value.columns and "move" not in d.value.columns)
+    assert before["docid"].tolist() == ["d2", "d1"]  # the loaded run's order is the first stage
