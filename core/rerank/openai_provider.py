@@ -470,10 +470,14 @@ class OpenAIProvider(BaseProvider):
         except (CircuitOpenError, SiblingFailedError) as exc:
             raise ProviderError(f"{self.name}: {exc}", attempts=retries) from None
 
-    def _count(self, scope: CallScope, exc: BaseException, retries: int) -> None:
+    def _count(self, scope: CallScope, exc: BaseException, retries: int, endpoint: Endpoint | None = None) -> None:
         """Feed the batch's breaker: a connection failure (refused, reset, cut short, timed out)
-        counts, any HTTP reply resets; `ProviderError` when this failure opens the breaker."""
+        counts, any HTTP reply resets; `ProviderError` when this failure opens the breaker. With
+        several endpoints a failure counts only when no other endpoint is healthy (one dead
+        endpoint is the pool's business: it is skipped; all dead is the breaker's)."""
         if isinstance(exc, openai.APIConnectionError):  # APITimeoutError is one
+            if endpoint is not None and self.pool.any_other_healthy(endpoint):
+                return
             try:
                 scope.connection_failed()
             except CircuitOpenError as stop:
@@ -544,7 +548,7 @@ class OpenAIProvider(BaseProvider):
                 break
             except (openai.OpenAIError, MalformedReplyError) as exc:
                 ok, failed = self._verdict(exc), endpoint
-                self._count(scope, exc, retries)
+                self._count(scope, exc, retries, endpoint)
                 delay = self._retry_or_fault(exc, retries, started, t0, endpoint)
                 if isinstance(delay, Reply):
                     return delay  # a persisting malformed body: an invalid reply, never cached
@@ -581,7 +585,7 @@ class OpenAIProvider(BaseProvider):
                 break
             except (openai.OpenAIError, MalformedReplyError) as exc:
                 ok, failed = self._verdict(exc), endpoint
-                self._count(scope, exc, retries)
+                self._count(scope, exc, retries, endpoint)
                 delay = self._retry_or_fault(exc, retries, started, t0, endpoint)
                 if isinstance(delay, Reply):
                     return delay

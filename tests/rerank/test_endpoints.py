@@ -228,3 +228,24 @@ def test_cli_repeated_base_url_prints_usage_per_endpoint(two, tmp_path, capsys):
     rows = payload["endpoints"]
     assert [r["calls"] for r in rows] == [len(a.requests), len(b.requests)]
     assert sum(r["calls"] for r in rows) == payload["calls"] and len(a.requests) > 0 and len(b.requests) > 0
+
+
+def test_a_dying_endpoint_with_requests_in_flight_does_not_trip_the_breaker(two):
+    """Killing an endpoint fails every request it holds at once (here 4, at its cap) and their
+    retries: those are the pool's business while the other endpoint is healthy, not the batch's
+    breaker (5 consecutive connection failures), which would stop the whole run."""
+    a, b = two
+    a.delay = b.delay = 0.2
+
+    def kill_after(n):
+        while len(b.requests) < n:
+            time.sleep(0.005)
+        b.kill()
+
+    threading.Thread(target=kill_after, args=(10,), daemon=True).start()
+    p = provider([a.base_url, b.base_url], endpoint_concurrency=4)
+    res = rerank_candidates(cands(4, 20), "pointwise", p, concurrency=16)
+    assert not res.errors and not res.warnings, (res.errors, res.warnings)
+    rows = {r.endpoint: r for r in usage_by_endpoint(res.log, None, [p])}
+    assert rows[b.base_url].failures >= 4 and rows[a.base_url].calls > rows[b.base_url].calls
+    assert rows[a.base_url].calls + rows[b.base_url].calls == res.usage.calls == 80
