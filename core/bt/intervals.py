@@ -269,7 +269,7 @@ def bootstrap(
     with threadpool_limits(limits=1, user_api="blas"):
         h0 = hess + (gauge * (np.trace(hess) / lik.dim) if f.l2 <= 0 else 0.0)
         del hess
-        h0inv = np.linalg.inv(h0)
+        h0inv = np.linalg.inv(h0) if dense else _spd_inverse(h0)
         del h0
         done = 0
         while done < rounds:
