@@ -6,6 +6,10 @@ body is not a chat completion with text content). Not retried: other 4xx (bad re
 Delay of retry i (0-based) without a Retry-After: ``min(max_delay, base_delay * 2**i)``
 scaled by a uniform factor in ``[1 - jitter, 1 + jitter]``. A retry whose delay would pass
 ``max_total`` seconds since the first attempt is not made.
+
+Also here: the batch's `CircuitBreaker` and each call's `CallScope` (dead-server detection), and
+`EndpointPool`, which spreads one provider's requests over several base URLs (least busy,
+per-endpoint concurrency, health with a cooldown; see its docstring).
 """
 
 from __future__ import annotations
