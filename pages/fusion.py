@@ -12,14 +12,12 @@ from core.fusion import METHODS, NORMS, RANK_METHODS, TIE_ORDERS, FusionParams, 
 from core.io import write_trec_run
 from core.metrics import parse_metrics, policy_table
 from core.reports import fusion as reports
-from core.reports.data import query_overlap
 from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption
 from core.ties import TRADITIONAL_ORDERS
 from core.workspace import Workspace
 from pages.common import cache, state, ui
 
 METRICS = ["ndcg@10", "mrr@10", "recall@20", "map", "hits@3", "precision@10"]
-MAX_DEFAULT_RUNS = 4  # at most this many of the user's own runs are fused by default
 SWEEP_AUTO_ROWS = 2_000_000  # above this many input rows the sweeps run only on request
 METHOD_HELP = {
     "rrf": "Reciprocal Rank Fusion: sum of w / (k + rank)",
@@ -35,26 +33,14 @@ METHOD_HELP = {
 }
 
 
-def own_runs(ws: Workspace) -> list[str]:
-    """The runs the user brought (uploaded, fused, reranked): every run not from a demo."""
-    return [n for n in ws.names("run") if ws.entry("run", n).origin != "demo"]
-
-
-def default_runs(ws: Workspace, selected: list[str]) -> list[str]:
-    """The runs Fusion opens on: the user's own runs among the sidebar's selection when there
-    are two or more; else that selection when it holds two or more runs, one of them the
-    user's; else the user's own runs (up to `MAX_DEFAULT_RUNS`); else the demo retrievers (else
-    the first two runs)."""
-    mine = own_runs(ws)
-    selected_mine = [n for n in selected if n in mine]
-    if len(selected_mine) >= 2:
-        return selected_mine
-    if len(selected) >= 2 and selected_mine:
-        return selected
-    if len(mine) >= 2:
-        return mine[:MAX_DEFAULT_RUNS]
-    names = ws.names("run")
-    return [n for n in RETRIEVERS if n in names] or names[:2]
+def default_runs(ws: Workspace, chosen: ui.Selection) -> list[str]:
+    """The runs Fusion opens on (`ui.selection`): the demo retrievers when the user loaded
+    nothing; else the user's own runs among the sidebar's selection when there are two or more
+    (the sidebar also lists the demo runs next to them), else the sidebar's selection."""
+    if chosen.demo:
+        return chosen.run_names or [n for n in RETRIEVERS if n in ws.names("run")]
+    mine = [n for n in chosen.run_names if ws.entry("run", n).origin != "demo"]
+    return mine if len(mine) >= 2 else chosen.run_names
 
 
 st.title("Fusion")
@@ -66,10 +52,9 @@ st.caption(
 )
 
 ws = ui.workspace()
-# the user's data first: the fusion demo only when the user has fewer than two runs of their own
-if len(own_runs(ws)) < 2:
-    ws.ensure_demo("fusion")
-qrels = ui.active_qrels()
+# the user's data first: the sidebar's runs and qrels once the user loaded any, else the fusion demo
+chosen_data = ui.selection("fusion")
+qrels = chosen_data.qrels
 run_names = ws.names("run")
 if len(run_names) < 2:
     st.info("Fusion needs at least two runs: upload them on the Data page.")
@@ -79,14 +64,14 @@ if len(run_names) < 2:
 if state.FUSE_RUNS.present():
     state.FUSE_RUNS.set([n for n in state.FUSE_RUNS.get() if n in run_names])
 else:
-    state.FUSE_RUNS.set(default_runs(ws, [n for n in state.SEL_RUNS.get() if n in run_names]))
+    state.FUSE_RUNS.set(default_runs(ws, chosen_data))
 chosen = st.multiselect(
     "Runs to fuse (two or more)",
     run_names,
     key=state.FUSE_RUNS.key,
     format_func=ui.demo_label(ws, "run"),
-    help="Opens on the runs selected in the sidebar when they include your own, else on your runs, else on the "
-    "demo retrievers.",
+    help="Opens on your runs selected in the sidebar (or the whole selection), or on the demo retrievers when "
+    "you have loaded no data.",
 )
 c1, c2, c3, c4, c5 = st.columns([2, 1, 2, 1, 1])
 method = c1.selectbox(
@@ -162,9 +147,7 @@ except RankLensError as exc:
     ui.show_error(exc)
     st.stop()
 report = fused.meta["fusion"]
-if qrels is not None:  # runs scored against qrels they barely share queries with read as 0.0000: say so
-    for line in query_overlap((*runs, fused), qrels).warnings():
-        st.warning(ui.escape_markdown(line), icon=":material/warning:")
+ui.warn_overlap((*runs, fused), qrels)  # runs scored against qrels they barely share queries with read 0.0000
 for note in report.notes:
     st.warning(note, icon=":material/warning:")
 dropped = reports.duplicates_text(report.duplicates_dropped)

@@ -10,7 +10,6 @@ from core.charts.metrics import tie_range_figure
 from core.errors import RankLensError
 from core.metrics import parse_metrics, policy_table
 from core.reports import metrics as reports
-from core.reports.data import query_overlap
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
 
@@ -25,8 +24,8 @@ st.markdown(
     "the exact **tie-aware** value and the **traditional** one for your runs and qrels."
 )
 
-qrels = ui.active_qrels()
-runs = ui.active_runs()
+chosen = ui.selection("evaluation")  # the sidebar's runs and qrels, or the demo when the user loaded none
+qrels, runs = chosen.qrels, list(chosen.runs)
 if qrels is not None and runs:
     c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
     metric_name = c1.selectbox("Metric", HOME_METRICS, key="home_metric")
@@ -38,12 +37,11 @@ if qrels is not None and runs:
         bind="query-params",
         help=reports.ORDER_HELP,
     )
-    demo = all(ws.entry("run", r.name).origin == "demo" for r in runs)
     c3.caption(
         (
             "The built-in demo runs and qrels"
-            if demo
-            else f"{len(runs)} selected run(s) on **{ui.escape_markdown(qrels.name)}**"
+            if chosen.demo
+            else f"{len(runs)} selected run{'s' if len(runs) > 1 else ''} on **{ui.escape_markdown(qrels.name)}**"
         )
         + " — change the selection in the sidebar, or upload your own on the Data page."
     )
@@ -60,8 +58,7 @@ if qrels is not None and runs:
     )
     st.plotly_chart(figure, key="home_ties", width="stretch")
     st.markdown(ui.escape_markdown(reports.tie_story(table, metric_name, trad)))
-    for line in query_overlap(runs, qrels).warnings():
-        st.warning(ui.escape_markdown(line), icon=":material/warning:")
+    ui.warn_overlap(runs, qrels)
     summary = reports.summary_long(table, [r.name for r in runs], [metric_name], trad).drop(columns="metric")
     config = {
         name: st.column_config.NumberColumn(format="%.4f", help=reports.SUMMARY_HELP[name])

@@ -22,7 +22,6 @@ from core.data import Qrels
 from core.metrics import Evaluation, coverage_warnings, plain_metrics, policy_table, split_metrics
 from core.reports import export
 from core.reports import metrics as reports
-from core.reports.data import query_overlap
 from core.stats import CORRECTIONS, TESTS
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
@@ -68,8 +67,8 @@ def show_summary(summary: pd.DataFrame, key: str) -> None:
 
 st.title("Metrics")
 
-active = ui.active_qrels()
-runs = tuple(ui.active_runs())
+chosen_data = ui.selection("evaluation")  # the sidebar's runs and qrels, or the demo when the user loaded none
+active, runs = chosen_data.qrels, chosen_data.runs
 if active is None or not runs:
     st.info("Select qrels and at least one run in the sidebar (or upload them on the Data page).")
     st.stop()
@@ -135,8 +134,7 @@ st.caption(
     "(MTRR / TMHits@K and their nDCG, MAP, P, R counterparts); the range runs from relevant-last (pessimistic, "
     "low) to relevant-first (optimistic, high)."
 )
-for line in query_overlap(runs, qrels).warnings():
-    st.warning(ui.escape_markdown(line), icon=":material/warning:")
+ui.warn_overlap(runs, qrels)
 coverage = [note for run in runs for note in coverage_warnings(run, qrels)]
 if coverage:
     with st.expander(f"⚠️ {len(coverage)} coverage warning(s): runs and qrels do not cover the same queries"):

@@ -47,9 +47,10 @@ def test_fusion_warns_with_counts_when_runs_and_qrels_share_no_queries(app):
     open_page(app, "fusion")
     assert app.multiselect(key="fuse_runs").value == run_names(app)
     warnings = [w.value for w in app.warning]
-    assert len(warnings) == 3  # both inputs and the fused run
-    assert all("shares no queries with qrels" in w and "every metric is 0" in w for w in warnings)
-    assert any("(run: 2 queries, qrels: " in w for w in warnings)
+    assert len(warnings) == 1  # one warning, a line per run: both inputs and the fused run
+    lines = [line for line in warnings[0].splitlines() if line.startswith("- Run ")]
+    assert len(lines) == 3 and all("shares no queries with qrels" in w and "every metric is 0" in w for w in lines)
+    assert "(run: 2 queries, qrels: " in lines[0]
 
 
 def test_fusion_run_picker_sets_no_default_and_session_state(app, caplog: pytest.LogCaptureFixture):

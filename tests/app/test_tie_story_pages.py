@@ -162,7 +162,8 @@ def test_home_and_metrics_warn_when_a_run_shares_no_queries_with_the_qrels(app):
     for page in ("home", "metrics"):
         open_page(app, page)
         warnings = [w.value for w in app.warning]
-        assert any(
-            w.startswith("run 'A' shares no queries with qrels") and "(run: 1 query, qrels: " in w for w in warnings
-        ), (page, warnings)
+        assert any("- Run 'A' shares no queries with qrels" in w and "(run: 1 query, qrels: " in w for w in warnings), (
+            page,
+            warnings,
+        )
         assert app.get("plotly_chart")  # the page still shows its figure
