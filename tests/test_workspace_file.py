@@ -293,3 +293,15 @@ def test_invalid_rows_inside_a_valid_archive_are_refused():
         z.writestr(record["file"], member)
         z.writestr(MANIFEST, json.dumps(manifest))
     _refused(out.getvalue(), "appears twice")
+
+
+def test_too_many_members_are_refused_before_parsing(monkeypatch):
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for i in range(40):
+            z.writestr(f"m{i}", b"")
+    monkeypatch.setattr("core.workspace.file.MAX_MEMBERS", 30)
+    _refused(out.getvalue(), "declares 40 members")
+    monkeypatch.setattr("core.workspace.file.MAX_MEMBERS", 4096)
+    monkeypatch.setattr("core.workspace.file.MAX_DIRECTORY_BYTES", 100)
+    _refused(out.getvalue(), "directory")

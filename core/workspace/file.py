@@ -11,7 +11,9 @@ and objects: pages decide what they hold, e.g. the URL query parameters and the 
 page's link). No pickle: reading parses JSON and Parquet only and never executes code.
 
 Reading treats the file as hostile (`read_manifest`, `load_workspace`): a file that is not a
-zip or not this format, more than `MAX_MEMBERS` members, a member path that is absolute,
+zip or not this format, more than `MAX_MEMBERS` members or a member list beyond
+`MAX_DIRECTORY_BYTES` (checked in the zip's end record before `zipfile` parses the list), a
+member path that is absolute,
 holds ``..`` or a backslash, or repeats, members expanding past
 `core.io._common.max_expanded_bytes` in total (declared sizes, then the bytes actually read)
 or more than `core.io._common.MAX_RATIO` times past 256 MB, an unknown kind, a newer format
@@ -65,6 +67,8 @@ MANIFEST = "manifest.json"
 SUFFIX = ".ranklens.zip"
 #: at most this many members in an archive (a dataset is one member)
 MAX_MEMBERS = 4096
+#: the largest central directory (the zip's member list) read, in bytes
+MAX_DIRECTORY_BYTES = 4 << 20
 #: the largest manifest read, in bytes, and its deepest JSON nesting
 MAX_MANIFEST_BYTES = 16 << 20
 MAX_MANIFEST_DEPTH = 64
@@ -446,6 +450,7 @@ def _open(source: WorkspaceSource, filename: str | None) -> tuple[zipfile.ZipFil
         name = filename or str(getattr(source, "name", "<workspace>"))
         stream = source
     try:
+        _check_directory(stream, name)
         archive = zipfile.ZipFile(stream, "r")
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, ValueError) as exc:
         raise DataError(
@@ -454,6 +459,47 @@ def _open(source: WorkspaceSource, filename: str | None) -> tuple[zipfile.ZipFil
             expected=f"a workspace file ({SUFFIX}) written by RankLens",
         ) from None
     return archive, name
+
+
+def _check_directory(stream: Any, name: str) -> None:
+    """Refuse an archive whose central directory (read whole and parsed entry by entry by
+    `zipfile` on opening) is larger than `MAX_DIRECTORY_BYTES` or declares more than
+    `MAX_MEMBERS` entries, before `zipfile` reads it; an archive without an end record is
+    left to `zipfile`'s own error."""
+    if isinstance(stream, (str, os.PathLike)):
+        with open(stream, "rb") as fh:
+            _check_directory(fh, name)
+        return
+    start = stream.tell()
+    try:
+        size = stream.seek(0, io.SEEK_END)
+        tail_at = max(0, size - (22 + 0xFFFF))
+        stream.seek(tail_at)
+        tail = stream.read()
+        at = tail.rfind(b"PK\x05\x06")
+        if at < 0 or len(tail) - at < 22:
+            return
+        entries = int.from_bytes(tail[at + 10 : at + 12], "little")
+        directory = int.from_bytes(tail[at + 12 : at + 16], "little")
+        locator = at - 20
+        if (
+            (entries == 0xFFFF or directory == 0xFFFFFFFF)
+            and locator >= 0
+            and tail[locator : locator + 4] == b"PK\x06\x07"
+        ):
+            stream.seek(int.from_bytes(tail[locator + 8 : locator + 16], "little"))
+            record = stream.read(56)
+            if record[:4] == b"PK\x06\x06" and len(record) == 56:
+                entries = int.from_bytes(record[32:40], "little")
+                directory = int.from_bytes(record[40:48], "little")
+    finally:
+        stream.seek(start)
+    if entries > MAX_MEMBERS or directory > MAX_DIRECTORY_BYTES:
+        raise DataError(
+            f"the archive declares {entries:,} members in a {directory:,}-byte directory",
+            file=name,
+            expected=f"at most {MAX_MEMBERS:,} members in at most {MAX_DIRECTORY_BYTES:,} bytes",
+        )
 
 
 def _check_members(archive: zipfile.ZipFile, name: str) -> None:
