@@ -315,7 +315,7 @@ def show_query() -> None:
     run = runs[run_names.index(run_name)]
     gaps = reports.queries_by_gap(cache.tie_gap_table((run,), qrels, "mrr", rel_level, trad))
     qid = qc2.selectbox(
-        "Query (sorted by |RR − expected RR|)",
+        "Query (sorted by |Δ RR|, traditional − tie-aware)",
         list(gaps.index),
         key="drill_qid",
         format_func=lambda q: f"{q}  (|ΔRR| = {gaps.loc[q, 'gap']:.3f})",

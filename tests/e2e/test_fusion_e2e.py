@@ -41,3 +41,47 @@ def test_fuse_two_demo_runs_and_download(page, app_server, goto, wait_for_app, s
     first = lines[0].split()
     assert len(first) == 6 and first[1] == "Q0" and first[3] == "1" and first[5] == "rrf"
     assert {ln.split()[0] for ln in lines} >= {"q100", "q149"}
+
+
+RUN_X = "q1 Q0 a 1 2.0 x\nq1 Q0 b 2 1.0 x\nq2 Q0 c 1 1.0 x\nq2 Q0 d 2 1.0 x\n"
+RUN_Y = "q1 Q0 b 1 3.0 y\nq1 Q0 a 2 3.0 y\nq2 Q0 d 1 1.0 y\n"
+QRELS = "q1 0 a 1\nq2 0 d 1\n"
+
+
+def test_fusion_opens_on_uploaded_runs_and_warns_about_foreign_qrels(
+    page, app_server, goto, wait_for_app, screenshot, tmp_path
+):
+    """Issue 11: uploaded runs are what Fusion fuses; against qrels sharing none of their
+    queries (the demo's) a warning gives the counts; with their own qrels it is gone."""
+    from playwright.sync_api import expect
+
+    files = {}
+    for name, text in (("x.run", RUN_X), ("y.run", RUN_Y), ("mine.qrels", QRELS)):
+        files[name] = tmp_path / name
+        files[name].write_text(text)
+    goto(page, f"{app_server}/datasets")
+    runs_input = page.get_by_test_id("stFileUploader").filter(has_text="Upload runs")
+    runs_input.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([files["x.run"], files["y.run"]])
+    wait_for_app(page)
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Fusion").first.click()
+    wait_for_app(page)
+    main = page.get_by_test_id("stMain")
+    picker = main.get_by_test_id("stMultiSelect").first
+    expect(picker.locator('span[title="x"]')).to_have_count(1)
+    expect(picker.locator('span[title="y"]')).to_have_count(1)
+    expect(picker.locator('span[title^="dense (e5)"]')).to_have_count(0)
+    warning = main.get_by_test_id("stAlert").filter(has_text="shares no queries with qrels")
+    expect(warning).to_contain_text("Run 'x' shares no queries")
+    expect(warning).to_contain_text("(run: 2 queries, qrels: ")
+    screenshot(page, "fusion-uploaded-runs-foreign-qrels")
+
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Data").first.click()
+    wait_for_app(page)
+    qrels_input = page.get_by_test_id("stFileUploader").filter(has_text="Upload qrels")
+    qrels_input.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(files["mine.qrels"])
+    wait_for_app(page)
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Fusion").first.click()
+    wait_for_app(page)
+    expect(main.get_by_role("heading", name="Evaluation").first).to_be_visible()
+    expect(main.get_by_test_id("stAlert").filter(has_text="shares no queries")).to_have_count(0)
+    expect(main.get_by_test_id("stException")).to_have_count(0)
