@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -165,6 +167,12 @@ def _status_gb(key: str) -> float:
     return float("nan")
 
 
+def _cpu_seconds() -> float:
+    """User + system CPU seconds of this process (all its threads) so far."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 #: case name -> (models, votes, leaderboard options)
 SCALE_CASES: dict[str, tuple[int, int, dict[str, Any]]] = {
     "3k-sandwich": (3_000, 1_000_000, {"intervals": "sandwich"}),
@@ -192,7 +200,7 @@ def scale_child(case: str, dense: bool, rounds: int | None) -> None:
             print(json.dumps({"seconds": None, "peak_gb": None, "result": f"not run: needs ~{est.gb:,.0f} GB"}))
             return
     Path("/proc/self/clear_refs").write_text("5")  # reset VmHWM: the peak from here on
-    t0 = time.perf_counter()
+    t0, cpu0 = time.perf_counter(), _cpu_seconds()
     try:
         lb = bt.leaderboard(votes, **options)
         codes = [d.code for d in lb.diagnostics if d.code not in ("provisional", "min_votes")]
@@ -203,8 +211,10 @@ def scale_child(case: str, dense: bool, rounds: int | None) -> None:
         result += f"; {', '.join(codes) or 'no warnings'}"
     except bt.MemoryLimitError as err:
         result = f"refused: {err}"
-    seconds = time.perf_counter() - t0
-    out = {"seconds": seconds, "peak_gb": _status_gb("VmHWM"), "base_gb": base, "result": result}
+    seconds, cpu = time.perf_counter() - t0, _cpu_seconds() - cpu0
+    load = os.getloadavg()[0]
+    out = {"seconds": seconds, "cpu": cpu, "load": load, "peak_gb": _status_gb("VmHWM"), "base_gb": base}
+    out["result"] = result
     print(json.dumps(out))
 
 
@@ -212,8 +222,10 @@ def run_scale(quick: bool) -> None:
     """Each many-model case in a subprocess (new path, then the previous dense path) and the table."""
     rounds = 20 if quick else None
     print("\n## Many models: wall time and peak RSS of bt.leaderboard, one fresh process per row")
-    print("| case | path | leaderboard() (s) | peak RSS (GB) | result |")
-    print("|---|---|---:|---:|---|")
+    print("(wall time depends on the machine's load, given as the 1-minute load average at the end of")
+    print("each run; CPU time is user + system seconds of the process, all threads)")
+    print("| case | path | leaderboard() wall (s) | CPU (s) | load | peak RSS (GB) | result |")
+    print("|---|---|---:|---:|---:|---:|---|")
     for case, (m, n, options) in SCALE_CASES.items():
         paths = ("sparse (new)", "dense (previous)") if case != "100k-default" else ("sparse (new)",)
         for path in paths:
@@ -227,12 +239,14 @@ def run_scale(quick: bool) -> None:
             except subprocess.TimeoutExpired:
                 res = {"result": "timed out after 600 s"}
             secs = f"{res['seconds']:.1f}" if res.get("seconds") is not None else "–"
+            cpu = f"{res['cpu']:.1f}" if res.get("cpu") is not None else "–"
+            load = f"{res['load']:.1f}" if res.get("load") is not None else "–"
             peak = f"{res['peak_gb']:.2f}" if res.get("peak_gb") is not None else "–"
             opts = ", ".join(f"{k}={v}" for k, v in options.items()) or "defaults"
             label = f"{m:,} models, {n:,} votes ({opts})"
             if rounds is not None and "bootstrap_rounds" in options:
                 label = label.replace(f"bootstrap_rounds={options['bootstrap_rounds']}", f"bootstrap_rounds={rounds}")
-            print(f"| {label} | {path} | {secs} | {peak} | {res['result']} |", flush=True)
+            print(f"| {label} | {path} | {secs} | {cpu} | {load} | {peak} | {res['result']} |", flush=True)
 
 
 def main() -> None:
