@@ -86,6 +86,9 @@ def restore(opened: WorkspaceFile) -> None:
     ws = opened.workspace
     state.WORKSPACE.set(ws)
     state.INGESTED.set({(kind, e.digest) for kind in ws.entries for e in ws.entries[kind].values() if e.digest})
+    versions = state.UPLOADER_VERSIONS.setdefault()
+    for base in set(state.UPLOADED_BY.pop().values()):  # the uploaders of datasets now gone are emptied
+        versions[base] = versions.get(base, 0) + 1
     saved = opened.settings.get("slots")
     saved = saved if isinstance(saved, dict) else {}
     for slot in SAVED_SLOTS:

@@ -10,6 +10,7 @@ from typing import Any
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
+from core.workspace import Workspace
 from core.workspace.file import load_workspace, save_workspace
 from pages.common import links
 from tests.app.conftest import APP, open_page
@@ -113,3 +114,22 @@ def test_bad_workspace_file_changes_nothing(app):
     assert app.session_state["workspace"].names("run") == names
     assert list(app.session_state["sel_runs"]) == selected
     assert "myrun" in names
+
+
+def test_opening_replaces_the_uploads_and_empties_their_uploaders(app):
+    open_page(app, "data")
+    uploader(app, "Upload runs").set_value(("mine.trec", RUN, "text/plain")).run()
+    assert uploader(app, "Upload runs").value and "myrun" in app.session_state["workspace"].names("run")
+    key = uploader(app, "Upload runs").key
+    ws = Workspace()
+    ws.ensure_demo("evaluation")
+    raw = save_workspace(ws, settings={"slots": {"sel_qrels": "Demo qrels (graded 0-3)"}})
+    uploader(app, "Open workspace").set_value(("demo.ranklens.zip", raw, "application/zip")).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert "myrun" not in app.session_state["workspace"].names("run")
+    assert app.session_state["sel_qrels"] == "Demo qrels (graded 0-3)"
+    assert "myrun" not in app.session_state["sel_runs"]
+    assert uploader(app, "Upload runs").key != key and not uploader(app, "Upload runs").value
+    # the same run file can be uploaded again and is added again
+    uploader(app, "Upload runs").set_value(("mine.trec", RUN, "text/plain")).run()
+    assert "myrun" in app.session_state["workspace"].names("run")
