@@ -296,3 +296,27 @@ def test_row_lines_count_as_the_readers_do(data, header):
     lines = LineMap(data, header)
     expected = [lines.line(i) for i in range(len(lines._line_numbers()))]
     assert sources.row_lines(data, header).tolist() == expected
+
+
+@pytest.mark.parametrize("ties", POLICIES)
+def test_one_grouped_run_is_evaluated_as_read(tmp_path, small_shards, monkeypatch, ties):
+    """a.trec is grouped by query: shards of whole queries straight from the reader, no
+    temporary shard; b.trec is not: found out, then partitioned. Both equal memory."""
+    paths, qrels_path = write_runs(tmp_path, seed=30 + len(ties))
+    qrels = read_qrels(qrels_path)
+    made: list[int] = []
+    real = shards.partition
+    monkeypatch.setattr(jobs, "partition", lambda *a, **k: made.append(1) or real(*a, **k))
+    for path, partitioned in ((paths[0], False), (paths[1], True)):
+        made.clear()
+        log = io.StringIO()
+        expected = evaluate(read_named_runs([str(path)]), qrels, METRICS, ties=ties)
+        got = jobs.evaluate_files([str(path)], qrels, METRICS, ties=ties, progress=log)
+        assert bool(made) == partitioned and ("partitioning by query" in log.getvalue()) == partitioned
+        assert got.runs == expected.runs and got.warnings == expected.warnings
+        for m in expected.values[got.runs[0]]:
+            assert np.array_equal(_bits(got.values[got.runs[0]][m]), _bits(expected.values[got.runs[0]][m]))
+        assert (
+            _bits(list(got.means[got.runs[0]].values())).tolist()
+            == _bits(list(expected.means[got.runs[0]].values())).tolist()
+        )

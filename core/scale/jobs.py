@@ -17,24 +17,81 @@ from __future__ import annotations
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO
+from typing import IO, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.data import Qrels
+from core.errors import DataError
 from core.fusion import FusionParams, FusionReport
 from core.indexes import qrels_index
-from core.metrics import Evaluation, check_policy, column_means, parse_metrics
+from core.metrics import Evaluation, Metric, check_policy, column_means, parse_metrics
 from core.scale.engines import Executor, executor
-from core.scale.shards import Progress, RunsMeta, ShardSet, partition, temporary_shards
+from core.scale.shards import (
+    NotGroupedError,
+    Progress,
+    RunsMeta,
+    ShardSet,
+    grouped_shards,
+    partition,
+    temporary_shards,
+)
 from core.scale.tasks import ShardFusion, ShardScores, evaluate_shard, fuse_shard, fusion_bound
 
 
 def _meta(shards: ShardSet, duplicates: str) -> RunsMeta:
     return RunsMeta(tuple(shards.names), tuple(shards.sources), tuple(shards.has_rank), duplicates)
+
+
+class _Scores:
+    """The per-query columns of every run (qrels order, 0 for a query without results) and
+    the coverage counts, filled shard by shard."""
+
+    def __init__(self, qrels: Qrels, names: list[str]) -> None:
+        self.qrels = qrels
+        self.names = names
+        self.n_qids = len(qrels_index(qrels).qids)
+        self.columns: list[dict[str, np.ndarray]] = []
+        self.n_queries: list[int] = []
+        self.extra: list[int] = []
+        self.judged: list[int] = []
+
+    def add(self, positions: np.ndarray, result: ShardScores) -> None:
+        for r, count in result.n_queries.items():
+            while len(self.columns) <= r:
+                self.columns.append({m: np.zeros(self.n_qids, np.float64) for m in self.names})
+                self.n_queries.append(0)
+                self.extra.append(0)
+                self.judged.append(0)
+            self.n_queries[r] += count
+            self.extra[r] += result.extra[r]
+            self.judged[r] += count - result.extra[r]
+        for r, shard_values in result.values.items():
+            for m in self.names:
+                self.columns[r][m][positions] = shard_values[m]
+
+    def evaluation(self, runs: list[str], parsed: list[Metric], ties: str, rel_level: int) -> Evaluation:
+        values = {name: {m: self.columns[r][m] for m in self.names} for r, name in enumerate(runs)}
+        means = {
+            name: dict(zip(self.names, column_means([values[name][m] for m in self.names]).tolist(), strict=True))
+            for name in runs
+        }
+        notes = []
+        n_qrels = len(self.qrels.qid_values)
+        for r, name in enumerate(runs):
+            if self.extra[r]:
+                notes.append(
+                    f"{name}: {self.extra[r]} of {self.n_queries[r]} queries are not in the qrels and are ignored"
+                )
+            if n_qrels - self.judged[r]:
+                notes.append(
+                    f"{name}: {n_qrels - self.judged[r]} of {n_qrels} qrels queries have no results and score 0"
+                )
+        return Evaluation(runs, qrels_index(self.qrels).qids, values, means, parsed, ties, rel_level, notes)
 
 
 def evaluate_files(
@@ -52,27 +109,30 @@ def evaluate_files(
 ) -> Evaluation:
     """`core.metrics.evaluate` of the runs in ``paths`` (files, Parquet directories or globs;
     runs named as `core.cli.read_named_runs` names them), read in chunks and evaluated shard
-    by shard by ``engine`` (``stream`` or ``ray``). Progress lines go to ``progress``."""
+    by shard by ``engine`` (``stream`` or ``ray``). Progress lines go to ``progress``.
+
+    One input already grouped by query (every query's rows together: what retrieval systems
+    write) is evaluated as it is read, a shard of whole queries at a time, without temporary
+    files; a query met again later turns that input to the partitioned path (read again)."""
     check_policy(ties)
     parsed = parse_metrics(metrics.split(","))
     names = [m.name for m in parsed]
-    qids = qrels_index(qrels).qids
     report = Progress(progress) if progress is not None else None
+    rows, size = _sizes(shard_rows, chunk_bytes)
     runner = executor(engine, address)
     try:
+        if len(paths) == 1:
+            try:
+                return _evaluate_grouped(paths[0], qrels, parsed, ties, rel_level, runner, report, rows, size)
+            except NotGroupedError as exc:
+                if report is not None:
+                    print(f"partition: {exc}; partitioning by query", file=report.out, flush=True)
         with temporary_shards() as root:
-            rows, size = _sizes(shard_rows, chunk_bytes)
             shards = partition(paths, root, progress=report, shard_rows=rows, chunk_bytes=size)
-            if len(set(shards.names)) != len(shards.names):  # pragma: no cover - names are made unique
-                raise AssertionError("run names must be unique")
             meta = _meta(shards, "error")
             qshard = shards.shard_of(np.asarray(qrels.qid_values, dtype=object))
             row_shard = qshard[qrels.qid_codes]
-            positions = [np.flatnonzero(qshard == s) for s in range(shards.n_shards)]
-            columns = {r: {m: np.zeros(len(qids), np.float64) for m in names} for r in range(len(shards.names))}
-            n_queries = [0] * len(shards.names)
-            extra = [0] * len(shards.names)
-            judged = [0] * len(shards.names)
+            scores = _Scores(qrels, names)
 
             def table_of(s: int) -> pa.Table | None:
                 mask = row_shard == s
@@ -80,32 +140,52 @@ def evaluate_files(
 
             calls = ((shards.files(s), meta, table_of(s), parsed, ties, rel_level) for s in range(shards.n_shards))
             started = time.monotonic()
-            result: ShardScores
             for s, result in enumerate(runner.map(evaluate_shard, calls)):
-                for r, shard_values in result.values.items():
-                    for m in names:
-                        columns[r][m][positions[s]] = shard_values[m]
-                for r, count in result.n_queries.items():
-                    n_queries[r] += count
-                    extra[r] += result.extra[r]
-                    judged[r] += count - result.extra[r]
+                scores.add(np.flatnonzero(qshard == s), result)
                 if report is not None:
                     report.shards(s + 1, shards.n_shards, started, final=s + 1 == shards.n_shards)
+            return scores.evaluation(list(shards.names), parsed, ties, rel_level)
     finally:
         runner.close()
-    values = {shards.names[r]: {m: columns[r][m].copy() for m in names} for r in range(len(shards.names))}
-    means = {
-        name: dict(zip(names, column_means([values[name][m] for m in names]).tolist(), strict=True))
-        for name in shards.names
-    }
-    notes = []
-    n_qrels = len(qrels.qid_values)
-    for r, name in enumerate(shards.names):
-        if extra[r]:
-            notes.append(f"{name}: {extra[r]} of {n_queries[r]} queries are not in the qrels and are ignored")
-        if n_qrels - judged[r]:
-            notes.append(f"{name}: {n_qrels - judged[r]} of {n_qrels} qrels queries have no results and score 0")
-    return Evaluation(list(shards.names), qids, values, means, parsed, ties, rel_level, notes)
+
+
+def _evaluate_grouped(
+    spec: str,
+    qrels: Qrels,
+    parsed: list[Metric],
+    ties: str,
+    rel_level: int,
+    runner: Executor,
+    report: Progress | None,
+    shard_rows: int,
+    chunk_bytes: int,
+) -> Evaluation:
+    """One input grouped by query, evaluated shard by shard as it is read (`grouped_shards`)."""
+    names = [m.name for m in parsed]
+    scores = _Scores(qrels, names)
+    qrels_qids = np.asarray(qrels.qid_values, dtype=object)
+    produced = grouped_shards(spec, shard_rows=shard_rows, chunk_bytes=chunk_bytes, progress=report)
+    meta_box: list[RunsMeta] = []
+    positions: list[np.ndarray] = []
+
+    def calls() -> Iterator[tuple[Any, ...]]:
+        for table, meta in produced:
+            meta_box[:] = [meta]
+            qids = pc.unique(table["qid"])
+            wanted = np.asarray(pc.is_in(pa.array(qrels_qids, pa.string()), value_set=qids), dtype=bool)
+            positions.append(np.flatnonzero(wanted))
+            mask = wanted[qrels.qid_codes]
+            sub = qrels.table.filter(pa.array(mask)) if mask.any() else None
+            yield table, meta, sub, parsed, ties, rel_level
+
+    started = time.monotonic()
+    for s, result in enumerate(runner.map(evaluate_shard, calls())):
+        scores.add(positions[s], result)
+        if report is not None:
+            report.shards(s + 1, 0, started)
+    if not meta_box:
+        raise DataError("the input has no data rows", file=spec, expected="at least one result")
+    return scores.evaluation(list(meta_box[0].names), parsed, ties, rel_level)
 
 
 def _sizes(shard_rows: int | None, chunk_bytes: int | None) -> tuple[int, int]:

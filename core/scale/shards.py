@@ -274,6 +274,62 @@ def partition(
     return shards
 
 
+class NotGroupedError(Exception):
+    """The input is not one run grouped by query: it is partitioned instead."""
+
+
+def grouped_shards(
+    spec: str, *, shard_rows: int = SHARD_ROWS, chunk_bytes: int = CHUNK_BYTES, progress: Progress | None = None
+) -> Iterator[tuple[pa.Table, RunsMeta]]:
+    """Shards of whole queries (shard schema, about ``shard_rows`` rows each) of one run
+    grouped by query, as it is read: no temporary file. Raises `NotGroupedError` as soon as a
+    query's rows are found apart, or the file holds several runs (tags)."""
+    total_bytes = file_size(spec)
+    done_bytes = rows = 0
+    meta: RunsMeta | None = None
+    seen: set[str] = set()
+    pending: list[pa.Table] = []
+    pending_rows = 0
+    last: str | None = None
+    for chunk in iter_chunks(spec, chunk_bytes=chunk_bytes):
+        done_bytes += chunk.bytes_read
+        if not chunk.runs:
+            continue
+        if len(chunk.runs) != 1 or (meta is not None and chunk.runs[0].name != meta.names[0]):
+            raise NotGroupedError("the file holds several runs")
+        run, lines = chunk.runs[0], chunk.lines[0]
+        if meta is None:
+            meta = RunsMeta((run.name,), (run.source or Path(spec).name,), (run.has_rank,), "error")
+        elif run.has_rank != meta.has_rank[0]:
+            raise NotGroupedError("some rows have a rank column and some not")
+        codes = run.qid_codes
+        starts = np.flatnonzero(np.diff(codes)) + 1
+        heads = codes[np.concatenate(([0], starts))]
+        if len(np.unique(heads)) != len(heads):
+            raise NotGroupedError("the rows of a query are apart")
+        qids = run.qid_values[heads].tolist()
+        fresh = qids[1:] if qids[0] == last else qids
+        if any(q in seen for q in fresh):
+            raise NotGroupedError("the rows of a query are apart")
+        seen.update(fresh)
+        last = qids[-1]
+        table = _shard_table(run, 0, lines)
+        rows += table.num_rows
+        pending.append(table)
+        pending_rows += table.num_rows
+        if pending_rows >= shard_rows and len(starts):  # emit every query but the last (it may go on)
+            cut = int(starts[-1])
+            pending[-1] = table.slice(0, cut)
+            yield pa.concat_tables(pending), meta
+            pending, pending_rows = [table.slice(cut)], table.num_rows - cut
+        if progress is not None:
+            progress.read(rows, done_bytes, total_bytes)
+    if pending and meta is not None:
+        yield pa.concat_tables(pending), meta
+    if progress is not None:
+        progress.read(rows, total_bytes, total_bytes, final=True)
+
+
 def _shard_table(run: Run, r: int, lines: np.ndarray) -> pa.Table:
     n = len(run)
     rank = run.table["rank"] if run.has_rank else pa.nulls(n, pa.int64())
@@ -303,10 +359,12 @@ class RunsMeta:
     duplicates: str = "error"
 
 
-def read_shard(files: list[str]) -> pa.Table:
-    """The rows of one shard (its parts in order)."""
+def read_shard(files: list[str] | pa.Table) -> pa.Table:
+    """The rows of one shard (its parts in order; a table is the shard itself)."""
     import pyarrow.parquet as pq
 
+    if isinstance(files, pa.Table):
+        return files
     if not files:
         return SHARD_SCHEMA.empty_table()
     return pa.concat_tables([pq.read_table(f, schema=SHARD_SCHEMA) for f in files])

@@ -37,15 +37,16 @@ class ShardScores:
 
 
 def evaluate_shard(
-    files: list[str],
+    files: list[str] | pa.Table,
     meta: RunsMeta,
     qrels_table: pa.Table | None,
     metrics: list[Metric],
     ties: str,
     rel_level: int,
 ) -> ShardScores:
-    """Scores of every run of one shard against the qrels rows of its queries
-    (``qrels_table``: columns qid, docid, relevance; None when the qrels hold none of them)."""
+    """Scores of every run of one shard (its Parquet parts, or its rows) against the qrels rows
+    of its queries (``qrels_table``: columns qid, docid, relevance; None when the qrels hold
+    none of them)."""
     table = read_shard(files)
     runs = shard_runs(table, meta)
     out = ShardScores(rows=table.num_rows)
