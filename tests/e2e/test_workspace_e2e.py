@@ -63,6 +63,12 @@ def test_link_opens_the_saved_view_and_save_downloads_it(
     expect(main.get_by_test_id("stException")).to_have_count(0)
     expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
     screenshot(page, "workspace-link-metrics")
+    # a page setting bound to the URL is part of the view a saved workspace links to
+    grade = main.get_by_label("Relevant if grade ≥")
+    grade.fill("2")
+    grade.press("Enter")
+    wait_for_app(page)
+    page.wait_for_url("**rel=2**")
 
     # a link outside the folder is refused in one message; the session starts on the demo data
     other = page.context.new_page()
@@ -84,5 +90,6 @@ def test_link_opens_the_saved_view_and_save_downloads_it(
     opened = load_workspace(target)
     assert opened.workspace.names("qrels")[-1] == "linked qrels"
     assert "linked run" in opened.workspace.names("run")
-    assert opened.settings["page"] == "evaluate" and opened.settings["link"].startswith("/evaluate")
+    assert opened.settings["page"] == "evaluate" and opened.settings["link"].startswith("/evaluate?")
+    assert "rel=2" in opened.settings["link"] and opened.settings["pages"]["evaluate"]["rel"] == ["2"]
     assert opened.settings["slots"]["sel_qrels"] == "linked qrels"
