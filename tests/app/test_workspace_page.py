@@ -8,10 +8,13 @@ import json
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from streamlit.testing.v1 import AppTest
 
+from core.data import Run
 from core.workspace import Workspace
 from core.workspace.file import load_workspace, save_workspace
+from core.workspace.sources import DIR_ENV, FILE_ENV
 from pages.common import links
 from tests.app.conftest import APP, open_page
 
@@ -133,3 +136,34 @@ def test_opening_replaces_the_uploads_and_empties_their_uploaders(app):
     # the same run file can be uploaded again and is added again
     uploader(app, "Upload runs").set_value(("mine.trec", RUN, "text/plain")).run()
     assert "myrun" in app.session_state["workspace"].names("run")
+
+
+def _linked_file(path) -> None:
+    ws = Workspace()
+    ws.ensure_demo("evaluation")
+    run = Run.from_table(pa.table({"qid": ["q100"], "docid": ["d1"], "score": [1.0]}), "linked run")
+    ws.add("run", run.name, run)
+    save_workspace(ws, path, settings={"slots": {"sel_runs": ["linked run"]}})
+
+
+def test_server_default_and_link_open_at_session_start(tmp_path, monkeypatch):
+    _linked_file(tmp_path / "default.ranklens.zip")
+    monkeypatch.setenv(FILE_ENV, str(tmp_path / "default.ranklens.zip"))
+    monkeypatch.delenv(DIR_ENV, raising=False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["sel_runs"] == ["linked run"]
+    # a link names another file in the same folder; one outside it is refused above the page
+    (tmp_path / "sub").mkdir()
+    _linked_file(tmp_path / "sub" / "other.ranklens.zip")
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["workspace"] = "sub/other.ranklens.zip"
+    at.run()
+    assert at.session_state["sel_runs"] == ["linked run"]
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["workspace"] = "../elsewhere.ranklens.zip"
+    at.run()
+    assert not at.exception
+    assert any("Workspace link not opened" in e.value and "outside" in e.value for e in at.error)
+    assert "linked run" not in at.session_state["sel_runs"]
