@@ -26,27 +26,27 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pandas as pd
 import streamlit as st
 
-from core import bt
 from core import metrics as core_metrics
 from core import ties as core_ties
-from core.answers import score_answers as _score_answers
-from core.chunks import evaluate_chunks
 from core.data import Qrels, Run, Votes, content_digest
 from core.errors import RankLensError
-from core.fusion import FusionParams, fuse_with, provenance_with
-from core.fusion import sweep_k as _sweep_k
-from core.fusion import sweep_weight as _sweep_weight
 from core.metrics import Evaluation, Metric, plain_metrics
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
-from core.rerank.candidates import CandidateSet
-from core.stats import PairwiseTests, all_pairs, compare_runs
-from core.tiereport import TieReport, tie_report_of
+
+# The capabilities one page needs are imported by its wrappers on first use (the Home page's
+# first render does not wait for Bradley-Terry, fusion, chunk or answer code, nor scipy).
+if TYPE_CHECKING:
+    from core import bt
+    from core.fusion import FusionParams
+    from core.rerank.candidates import CandidateSet
+    from core.stats import PairwiseTests
+    from core.tiereport import TieReport
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -318,6 +318,8 @@ def significance(
         policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
     )
     names = [m.name for m in metrics]
+    from core.stats import compare_runs
+
     return compare_runs(expected.per_query, names, baseline=baseline, test=test, n_permutations=n_permutations, seed=0)
 
 
@@ -336,6 +338,8 @@ def pairwise(
         policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
     )
     names = [m.name for m in metrics]
+    from core.stats import all_pairs
+
     return all_pairs(expected.per_query, names, test=test, correction=correction, n_permutations=n_permutations)
 
 
@@ -370,6 +374,8 @@ def tie_report(
     ``expected`` and each run's cached `tie_statistics` (population standard deviations)."""
     evaluations = policy_evaluations(runs, qrels, metrics, (traditional, "expected"), rel_level)
     stats = {run.name: tie_statistics(run) for run in runs}
+    from core.tiereport import tie_report_of
+
     return tie_report_of(evaluations[traditional], evaluations["expected"], stats)
 
 
@@ -395,6 +401,8 @@ def chunk_evaluation(
     """`core.chunks.evaluate_chunks` of chunk-level ``runs`` through ``_chunk_map`` (keyed by
     ``chunk_map_digest``: `bytes_digest` of its upload or `frame_digest`) under one policy and
     ``collapse``; `Refused` with the core's message when it refuses the combination."""
+    from core.chunks import evaluate_chunks
+
     try:
         return evaluate_chunks(
             list(runs), qrels, _chunk_map, list(metrics), ties=ties, rel_level=rel_level, collapse=collapse
@@ -419,6 +427,8 @@ def ranked_head(run: Run, rows: int = 200) -> pd.DataFrame:
 @st.cache_data(max_entries=8, show_spinner=False)
 def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
     """`core.answers.score_answers`."""
+    from core.answers import score_answers as _score_answers
+
     return _score_answers(answers)
 
 
@@ -427,12 +437,16 @@ def score_answers(answers: pd.DataFrame) -> pd.DataFrame:
 def fuse(runs: tuple[Run, ...], params: FusionParams) -> Run:
     """The fused run (`core.fusion.fuse_with`, no warning: the page shows the report's notes),
     kept across reruns: on MS MARCO-sized inputs fusing takes seconds."""
+    from core.fusion import fuse_with
+
     return fuse_with(list(runs), params, warn=False)
 
 
 @st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
 def provenance(runs: tuple[Run, ...], params: FusionParams, qid: str) -> pd.DataFrame:
     """`core.fusion.provenance_with` for one query."""
+    from core.fusion import provenance_with
+
     return provenance_with(list(runs), params, [qid])
 
 
@@ -448,6 +462,8 @@ def sweep_k(
     tie_order: str = "docid",
 ) -> pd.DataFrame:
     """`core.fusion.sweep_k`."""
+    from core.fusion import sweep_k as _sweep_k
+
     return _sweep_k(
         list(runs), qrels, metric, ks=list(ks), weights=list(weights), depth=depth, top_k=top_k, tie_order=tie_order
     )
@@ -466,6 +482,8 @@ def sweep_weight(
     tie_order: str = "docid",
 ) -> pd.DataFrame:
     """`core.fusion.sweep_weight`."""
+    from core.fusion import sweep_weight as _sweep_weight
+
     return _sweep_weight(
         list(runs), qrels, metric, method=method, k=k, norm=norm, depth=depth, top_k=top_k, tie_order=tie_order
     )
@@ -565,6 +583,8 @@ def _leaderboard(
     seed: int,
     progress: Callable[[int, int], None] | None,
 ) -> bt.Leaderboard:
+    from core import bt
+
     r = request
     filtered = votes.filter(
         categories=None if r.categories is None else list(r.categories),

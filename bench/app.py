@@ -1,0 +1,203 @@
+"""How fast the dashboard answers in a real browser: ``python bench/app.py [--rounds N]``.
+
+Starts the app like `make run` (``python -m pages.common.serve``) on a free port, with Debian's
+Chromium driven by playwright (the flags of /work/shared/STREAMLIT.md; never downloads a
+browser), and prints one table:
+
+* ``listening``: seconds from the server process start to ``/_stcore/health`` answering ``ok``;
+* ``first page``: seconds from then until Home has rendered in the first tab (the 2 s target of
+  `make run`);
+* per page, ``cold``: the first visit of that page on this server (a new tab = a new session:
+  the page's imports and its first computations on the demo data happen here), and ``warm``:
+  the median of ``--rounds`` later visits, each in a new session (what a second user waits).
+
+A visit is timed from ``page.goto`` to the end of the run: the app connected, its script
+``notRunning`` twice 100 ms apart, no status widget or skeleton, and the page's title (``h1``)
+shown. The hosts of every request the browser made and the server log's warning lines are
+printed after the table. Timings are wall clock on whatever else the machine is doing: run
+it on a quiet machine to compare two versions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlparse
+
+ROOT = Path(__file__).resolve().parents[1]
+#: (title, url_path) of every page, in the navigation's order (app.py)
+PAGES: tuple[tuple[str, str], ...] = (
+    ("Home", "overview"),
+    ("Data", "datasets"),
+    ("Metrics", "evaluate"),
+    ("Fusion", "fuse"),
+    ("Leaderboard", "arena"),
+    ("Rerank", "llm-rerank"),
+)
+CHROMIUM_ARGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+VIEWPORT = {"width": 1440, "height": 900}
+#: the end of a run, read in one evaluation: connected, idle, nothing loading, a title shown
+_STATE_JS = """() => {
+  const app = document.querySelector('[data-testid=stApp]');
+  if (!app) return false;
+  const busy = document.querySelector(
+    '[data-testid=stStatusWidget], [data-testid=stSkeleton], [data-testid=stAppSkeleton]');
+  const title = document.querySelector('[data-testid=stMain] h1');
+  return app.getAttribute('data-test-connection-state') === 'CONNECTED'
+    && app.getAttribute('data-test-script-state') === 'notRunning' && !busy && !!title;
+}"""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(port: int, log_path: Path) -> tuple[subprocess.Popen[bytes], float]:
+    """The app served as `make run` does; returns (process, seconds until healthy)."""
+    cmd = [
+        sys.executable,
+        "-m",
+        "pages.common.serve",
+        "--server.headless",
+        "true",
+        "--server.address",
+        "127.0.0.1",
+        "--server.port",
+        str(port),
+        "--browser.gatherUsageStats",
+        "false",
+    ]
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("OPENAI_API_KEY", None)
+    t0 = time.perf_counter()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    health = f"http://127.0.0.1:{port}/_stcore/health"
+    while time.perf_counter() - t0 < 60:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}: {log_path.read_text(errors='replace')}")
+        try:
+            with urllib.request.urlopen(health, timeout=2) as resp:
+                if resp.read().decode().strip() == "ok":
+                    return proc, time.perf_counter() - t0
+        except OSError:
+            pass
+        time.sleep(0.05)
+    stop_server(proc)
+    raise RuntimeError("the server was not healthy within 60 s")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=5)
+
+
+def visit(context, url: str, timeout: float = 180.0) -> float:
+    """Seconds from opening ``url`` in a new tab (a new session) to the end of its run."""
+    tab = context.new_page()
+    try:
+        t0 = time.perf_counter()
+        tab.goto(url, wait_until="commit")
+        done_at = None
+        while time.perf_counter() - t0 < timeout:
+            if tab.evaluate(_STATE_JS):
+                if done_at is None:
+                    done_at = time.perf_counter()
+                elif time.perf_counter() - done_at >= 0.1:  # still idle 100 ms later: the run ended
+                    return done_at - t0
+            else:
+                done_at = None
+            tab.wait_for_timeout(20)
+        raise TimeoutError(f"{url} did not finish within {timeout:.0f} s")
+    finally:
+        tab.close()
+
+
+def warnings_in(log: str) -> list[str]:
+    """The server log's warning and error lines (Streamlit's and Python's)."""
+    keys = ("warning", "error", "traceback", "deprecat")
+    return [line for line in log.splitlines() if any(k in line.lower() for k in keys)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3, help="warm visits per page (default 3; the median is shown)")
+    args = parser.parse_args(argv)
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        print("error: Debian's chromium is not installed (apt-get install chromium)", file=sys.stderr)
+        return 2
+    from playwright.sync_api import sync_playwright
+
+    tmp = Path(tempfile.mkdtemp(prefix="ranklens-bench-app-"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    hosts: set[str] = set()
+    with sync_playwright() as pw:
+        context = pw.chromium.launch_persistent_context(
+            str(tmp / "profile"), executable_path=chromium, headless=True, args=CHROMIUM_ARGS, viewport=VIEWPORT
+        )
+        context.on("request", lambda request: hosts.add(urlparse(request.url).netloc or request.url[:20]))
+        proc, listening = start_server(port, tmp / "server.log")
+        try:
+            first = visit(context, base + "/")
+            cold = {path: visit(context, f"{base}/{path}") for _, path in PAGES}
+            warm = {
+                path: statistics.median(visit(context, f"{base}/{path}") for _ in range(args.rounds))
+                for _, path in PAGES
+            }
+        finally:
+            context.close()
+            stop_server(proc)
+    log = (tmp / "server.log").read_text(errors="replace")
+    load = os.getloadavg()
+    print(f"load average {load[0]:.1f} on {os.cpu_count()} cores while measuring")
+    print(f"server listening after {listening:.2f} s; first page (Home) rendered {first:.2f} s later")
+    print(f"{'page':<12} {'url':<12} {'cold s':>7} {'warm s':>7}")
+    for title, path in PAGES:
+        print(f"{title:<12} /{path:<11} {cold[path]:>7.2f} {warm[path]:>7.2f}")
+    print(f"cold: first visit of the page on this server (after Home); warm: median of {args.rounds} new sessions")
+    print("request hosts:", ", ".join(sorted(hosts)))
+    found = warnings_in(log)
+    print(f"server log warnings: {len(found)}")
+    for line in found[:20]:
+        print("  " + line)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
