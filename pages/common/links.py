@@ -33,18 +33,24 @@ from pages.common import state, ui
 LINK_PARAM = "workspace"
 #: the Data page's url_path (not "the view" a saved link reproduces)
 DATA_PAGE = "datasets"
-#: selections saved with a workspace and restored from it (JSON values only)
-SAVED_SLOTS: tuple[state.Slot[Any], ...] = (
-    state.SEL_QRELS,
-    state.SEL_RUNS,
-    state.DEDUPE_RUNS,
-    state.FUSE_RUNS,
-    state.LB_VOTES,
-    state.RR_CORPUS,
-    state.RR_QRELS,
-    state.INSPECT_KIND,
-    state.INSPECT_NAME,
+#: selections saved with a workspace and restored from it, with the shape each must have
+#: (a manifest is untrusted: a value of another shape is not restored)
+SAVED_SLOTS: tuple[tuple[state.Slot[Any], str], ...] = (
+    (state.SEL_QRELS, "name"),
+    (state.SEL_RUNS, "names"),
+    (state.DEDUPE_RUNS, "flag"),
+    (state.FUSE_RUNS, "names"),
+    (state.LB_VOTES, "name"),
+    (state.RR_CORPUS, "name"),
+    (state.RR_QRELS, "name"),
+    (state.INSPECT_KIND, "name"),
+    (state.INSPECT_NAME, "name"),
 )
+_SHAPES: dict[str, Callable[[Any], bool]] = {
+    "name": lambda v: v is None or isinstance(v, str),
+    "names": lambda v: isinstance(v, list) and all(isinstance(n, str) for n in v),
+    "flag": lambda v: isinstance(v, bool),
+}
 #: url_path -> the app's `st.Page` (set by `start` on every run, for the saved view's link)
 _PAGES: dict[str, Any] = {}
 
@@ -91,11 +97,15 @@ def restore(opened: WorkspaceFile) -> None:
         versions[base] = versions.get(base, 0) + 1
     saved = opened.settings.get("slots")
     saved = saved if isinstance(saved, dict) else {}
-    for slot in SAVED_SLOTS:
-        if slot.key in saved:
+    for slot, shape in SAVED_SLOTS:
+        if slot.key in saved and _SHAPES[shape](saved[slot.key]):
             slot.set(saved[slot.key])
         else:
             slot.pop()
+    kind = state.INSPECT_KIND.get()
+    if kind not in ws.entries or not ws.names(kind) or state.INSPECT_NAME.get() not in ws.names(kind):
+        state.INSPECT_KIND.pop()  # the Data page's inspector (no check of its own) starts on its defaults
+        state.INSPECT_NAME.pop()
     pages = opened.settings.get("pages")
     if isinstance(pages, dict):
         state.VIEWS.set({str(k): _params(v) for k, v in pages.items()})
@@ -135,7 +145,7 @@ def settings_of(session: Any) -> dict[str, Any]:
         page = DATA_PAGE
     query = views.get(page, {})
     slots = {}
-    for slot in SAVED_SLOTS:
+    for slot, _ in SAVED_SLOTS:
         if slot.key in session:
             value = session[slot.key]
             slots[slot.key] = sorted(value) if isinstance(value, set) else value

@@ -167,3 +167,17 @@ def test_server_default_and_link_open_at_session_start(tmp_path, monkeypatch):
     assert not at.exception
     assert any("Workspace link not opened" in e.value and "outside" in e.value for e in at.error)
     assert "linked run" not in at.session_state["sel_runs"]
+
+
+def test_saved_selections_of_the_wrong_shape_are_not_restored(app):
+    ws = Workspace()
+    ws.ensure_demo("evaluation")
+    slots = {"sel_runs": 5, "sel_qrels": ["x"], "dedupe_runs": "yes", "inspect_kind": "bogus", "inspect_name": "z"}
+    raw = save_workspace(ws, settings={"slots": slots, "pages": {"evaluate": {"rel": 2}}, "page": 3})
+    open_page(app, "data")
+    uploader(app, "Open workspace").set_value(("odd.ranklens.zip", raw, "application/zip")).run()
+    assert not app.exception, [e.value for e in app.exception]
+    assert any("Opened workspace" in s.value for s in app.success)
+    for page in PAGES:
+        open_page(app, page)
+    assert app.session_state["sel_qrels"] == "Demo qrels (graded 0-3)"
