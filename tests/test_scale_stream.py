@@ -320,3 +320,17 @@ def test_one_grouped_run_is_evaluated_as_read(tmp_path, small_shards, monkeypatc
             _bits(list(got.means[got.runs[0]].values())).tolist()
             == _bits(list(expected.means[got.runs[0]].values())).tolist()
         )
+
+
+def test_gzip_bomb_and_unsupported_options_are_one_line(tmp_path, small_shards, capsys, monkeypatch):
+    paths, qrels = write_runs(tmp_path, seed=40)
+    bomb = tmp_path / "bomb.trec.gz"
+    bomb.write_bytes(gzip.compress(paths[0].read_bytes() * 40))
+    monkeypatch.setenv("RANKLENS_MAX_EXPANDED_MB", "0.5")
+    assert main(["evaluate", "--run", str(bomb), "--qrels", str(qrels), "--engine", "stream"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert err.startswith("error: bomb.trec: expands beyond 0.5 MB")
+    monkeypatch.delenv("RANKLENS_MAX_EXPANDED_MB")
+    args = ["evaluate", "--run", str(paths[0]), "--qrels", str(qrels), "--engine", "stream"]
+    assert main([*args, "--report", "ties"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1

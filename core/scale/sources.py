@@ -134,7 +134,7 @@ def _blocks(path: Path, display: str, chunk_bytes: int) -> Iterator[tuple[bytes,
             expanded += len(block)
             if limit is not None and expanded > limit:
                 raise DataError(
-                    f"expands beyond {limit >> 20} MB",
+                    f"expands beyond {limit / 2**20:g} MB",
                     file=display,
                     expected="a smaller file, or a larger --max-expanded-mb",
                 )
