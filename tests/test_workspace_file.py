@@ -305,3 +305,19 @@ def test_too_many_members_are_refused_before_parsing(monkeypatch):
     monkeypatch.setattr("core.workspace.file.MAX_MEMBERS", 4096)
     monkeypatch.setattr("core.workspace.file.MAX_DIRECTORY_BYTES", 100)
     _refused(out.getvalue(), "directory")
+
+
+def test_reader_tables_round_trip_with_their_dtypes():
+    """Answers and chunk maps as the readers build them come back with the same dtypes."""
+    from core.io import read_answers, read_chunk_map
+
+    answers = read_answers(
+        b"qid,prediction,reference\n1,Paris,paris\n1,Paris,Paris France\n2,blue,red\n", filename="a.csv"
+    )
+    chunks = read_chunk_map(b"chunk_id,doc_id\nc1,d1\nc2,d1\n", filename="c.csv")
+    ws = Workspace()
+    ws.add("answers", "a.csv", answers)
+    ws.add("chunkmap", "c.csv", chunks)
+    back = load_workspace(save_workspace(ws)).workspace
+    pd.testing.assert_frame_equal(answers, back.get("answers", "a.csv"))
+    pd.testing.assert_frame_equal(chunks, back.get("chunkmap", "c.csv"))
