@@ -7,7 +7,7 @@ from pathlib import Path
 import streamlit as st
 
 from core.runtime import tune_process
-from pages.common import links, ui
+from pages.common import cache, links, ui
 
 tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
 #: the favicon is a local file: a Material icon here makes the browser fetch it from a web font host
@@ -32,3 +32,4 @@ try:
     navigation.run()
 finally:  # also after st.stop(): the counts reflect what this very run loaded or removed
     ui.sidebar_counts(counts)
+    cache.warm_up()  # once per process, after the first page is out: the other pages' imports and demos

@@ -567,6 +567,60 @@ def bootstrap(
     return found
 
 
+# ---- warm-up -------------------------------------------------------------------------------------
+#: the modules the pages other than Home import, loaded by `warm_up` (core only: no Streamlit call)
+WARM_MODULES: tuple[str, ...] = (
+    "core.stats",
+    "core.tiereport",
+    "core.chunks",
+    "core.answers",
+    "core.fusion",
+    "core.bt",
+    "core.rerank",
+    "core.io.corpus",
+    "core.io.votes",
+    "core.charts.metrics",
+    "core.charts.fusion",
+    "core.charts.leaderboard",
+    "core.reports.fusion",
+    "core.reports.leaderboard",
+    "core.reports.rerank",
+)
+_WARM_STARTED = threading.Event()
+
+
+def warm_up() -> bool:
+    """Once per process (app.py calls it after each run; only the first call acts): a daemon
+    thread imports `WARM_MODULES` and generates every demo family with its content digest
+    (`core.demo.load_demo` keeps them for every session), so the first visit of each other page
+    does not wait for them. Nothing in it touches Streamlit. Returns whether it started now."""
+    if _WARM_STARTED.is_set():
+        return False
+    _WARM_STARTED.set()
+    threading.Thread(target=_warm, name="ranklens-warm-up", daemon=True).start()
+    return True
+
+
+def _warm() -> None:
+    import importlib
+
+    from core.demo import DEMOS, load_demo
+
+    for name in WARM_MODULES:
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a warm-up never breaks the app: the page imports it again and shows the error
+            continue
+    for family in DEMOS:
+        try:
+            items = load_demo(family)
+        except Exception:  # noqa: BLE001 - same: the page that needs this demo reports the failure itself
+            continue
+        for _, _, obj in items:
+            if isinstance(obj, (Run, Qrels, Votes)):
+                content_digest(obj)
+
+
 def clear() -> None:
     """Empty every cache of this module (Streamlit's, `UPLOADS` and `BOOTSTRAPS`)."""
     st.cache_data.clear()

@@ -102,3 +102,16 @@ def test_removed_file_can_be_uploaded_again_and_leaves_the_cache(app):
     upload(app, "Upload runs", "results.test", RESULTS)  # the uploader was emptied: the same file again
     assert "results" in app.session_state["workspace"].names("run")
     assert any("Loaded run **results**" in s.value for s in app.success)
+
+
+def test_warm_up_runs_once_and_prepares_the_demos():
+    import sys
+
+    from core.demo import _generated
+
+    cache._warm()  # what the thread does, run here to see its effect
+    assert all(name in sys.modules for name in cache.WARM_MODULES)
+    assert _generated.cache_info().currsize == 4  # every demo family generated once, shared
+    started = cache.warm_up()
+    assert cache.warm_up() is False  # only the first call of the process starts the thread
+    assert started in (True, False)  # an app run earlier in this process may have started it
