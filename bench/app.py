@@ -7,7 +7,8 @@ browser), and prints one table:
 * ``listening``: seconds from the server process start to ``/_stcore/health`` answering ``ok``;
 * ``first page``: seconds from then until Home has rendered in the first tab (the 2 s target of
   `make run`);
-* per page, ``cold``: the first visit of that page on this server (a new tab = a new session:
+* per page (each also as ``run``: from the app's websocket connection to the end of the run,
+  i.e. without the browser loading the HTML and JavaScript), ``cold``: the first visit of that page on this server (a new tab = a new session:
   the page's imports and its first computations on the demo data happen here), and ``warm``:
   the median of ``--rounds`` later visits, each in a new session (what a second user waits).
 
@@ -58,12 +59,12 @@ VIEWPORT = {"width": 1440, "height": 900}
 #: the end of a run, read in one evaluation: connected, idle, nothing loading, a title shown
 _STATE_JS = """() => {
   const app = document.querySelector('[data-testid=stApp]');
-  if (!app) return false;
+  if (!app) return null;
+  if (app.getAttribute('data-test-connection-state') !== 'CONNECTED') return null;
   const busy = document.querySelector(
     '[data-testid=stStatusWidget], [data-testid=stSkeleton], [data-testid=stAppSkeleton]');
   const title = document.querySelector('[data-testid=stMain] h1');
-  return app.getAttribute('data-test-connection-state') === 'CONNECTED'
-    && app.getAttribute('data-test-script-state') === 'notRunning' && !busy && !!title;
+  return app.getAttribute('data-test-script-state') === 'notRunning' && !busy && !!title;
 }"""
 
 
@@ -126,19 +127,25 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=5)
 
 
-def visit(context, url: str, timeout: float = 180.0) -> float:
-    """Seconds from opening ``url`` in a new tab (a new session) to the end of its run."""
+def visit(context, url: str, timeout: float = 180.0) -> tuple[float, float]:
+    """(seconds from opening ``url`` in a new tab, a new session, to the end of its run;
+    seconds of that after the app connected: the run itself, without loading the page's
+    HTML and JavaScript)."""
     tab = context.new_page()
     try:
         t0 = time.perf_counter()
         tab.goto(url, wait_until="commit")
-        done_at = None
+        connected_at = done_at = None
         while time.perf_counter() - t0 < timeout:
-            if tab.evaluate(_STATE_JS):
+            state = tab.evaluate(_STATE_JS)
+            now = time.perf_counter()
+            if state is not None and connected_at is None:
+                connected_at = now
+            if state:
                 if done_at is None:
-                    done_at = time.perf_counter()
-                elif time.perf_counter() - done_at >= 0.1:  # still idle 100 ms later: the run ended
-                    return done_at - t0
+                    done_at = now
+                elif now - done_at >= 0.1:  # still idle 100 ms later: the run ended
+                    return done_at - t0, done_at - (connected_at or t0)
             else:
                 done_at = None
             tab.wait_for_timeout(20)
@@ -174,12 +181,12 @@ def main(argv: list[str] | None = None) -> int:
         context.on("request", lambda request: hosts.add(urlparse(request.url).netloc or request.url[:20]))
         proc, listening = start_server(port, tmp / "server.log")
         try:
-            first = visit(context, base + "/")
+            first, _ = visit(context, base + "/")
             cold = {path: visit(context, f"{base}/{path}") for _, path in PAGES}
-            warm = {
-                path: statistics.median(visit(context, f"{base}/{path}") for _ in range(args.rounds))
-                for _, path in PAGES
-            }
+            warm = {}
+            for _, path in PAGES:
+                visits = [visit(context, f"{base}/{path}") for _ in range(args.rounds)]
+                warm[path] = (statistics.median(v[0] for v in visits), statistics.median(v[1] for v in visits))
         finally:
             context.close()
             stop_server(proc)
@@ -187,10 +194,14 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} on {os.cpu_count()} cores while measuring")
     print(f"server listening after {listening:.2f} s; first page (Home) rendered {first:.2f} s later")
-    print(f"{'page':<12} {'url':<12} {'cold s':>7} {'warm s':>7}")
+    print(f"{'page':<12} {'url':<12} {'cold s':>7} {'warm s':>7} {'cold run':>9} {'warm run':>9}")
     for title, path in PAGES:
-        print(f"{title:<12} /{path:<11} {cold[path]:>7.2f} {warm[path]:>7.2f}")
-    print(f"cold: first visit of the page on this server (after Home); warm: median of {args.rounds} new sessions")
+        (c, c_run), (w, w_run) = cold[path], warm[path]
+        print(f"{title:<12} /{path:<11} {c:>7.2f} {w:>7.2f} {c_run:>9.2f} {w_run:>9.2f}")
+    print(
+        f"cold: first visit of the page on this server (after Home); warm: median of {args.rounds} new sessions; "
+        "run: from the app's connection to the end of the run (without loading the page's HTML and JavaScript)"
+    )
     print("request hosts:", ", ".join(sorted(hosts)))
     found = warnings_in(log)
     print(f"server log warnings: {len(found)}")
