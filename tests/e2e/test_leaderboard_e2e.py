@@ -99,3 +99,40 @@ def test_dark_system_setting_gives_the_dark_theme(page, app_server, goto, wait_f
         screenshot(page, "leaderboard-dark")
     finally:
         page.emulate_media(color_scheme="light")
+
+
+def test_theme_switch_in_the_app_menu(page, app_server, goto, wait_for_app, screenshot):
+    """The app menu offers System, Light and Dark (Streamlit 1.67 shows them at its top);
+    choosing Dark turns the page and the charts dark at once, without a rerun."""
+    from playwright.sync_api import expect
+
+    _open_leaderboard(page, app_server, goto, wait_for_app)
+    app = page.get_by_test_id("stApp")
+    main = page.get_by_test_id("stMain")
+    expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
+    assert app.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(251, 251, 250)"  # [theme.light]
+    menu = page.get_by_test_id("stMainMenuButton")
+    system = page.get_by_test_id("stMainMenuItem-theme-System")
+
+    def open_menu() -> None:
+        menu.click()
+        expect(system).to_be_visible()
+
+    try:
+        open_menu()
+        for choice in ("System", "Light", "Dark"):
+            expect(page.get_by_test_id(f"stMainMenuItem-theme-{choice}")).to_have_accessible_name(choice)
+        page.get_by_test_id("stMainMenuItem-theme-Dark").click()
+        expect(app).to_have_css("background-color", "rgb(16, 22, 29)")  # [theme.dark]
+        page.keyboard.press("Escape")
+        tick = main.locator(".js-plotly-plot").first.locator(".ytick text").first
+        page.wait_for_timeout(500)
+        fill = tick.evaluate("e => getComputedStyle(e).fill")
+        r, g, b = (int(v) for v in fill[fill.index("(") + 1 : fill.index(")")].split(",")[:3])
+        assert (r + g + b) / 3 > 128, fill  # the chart followed: light text
+        screenshot(page, "leaderboard-dark-from-menu")
+    finally:  # the choice is kept in the browser profile: give the other tests the system setting back
+        if not system.is_visible():
+            open_menu()
+        system.click()
+        page.keyboard.press("Escape")
