@@ -103,6 +103,7 @@ _HINTS: dict[str, dict[str, Any]] = {
 _STRATEGY_HINTS: dict[tuple[str, str], dict[str, Any]] = {
     ("acurank", "window"): {"low": 1, "help": "Passages per listwise call (1: no call)."},
     ("pointwise", "scale"): {"label": "Grade scale (0-3 or 0-10)"},
+    ("firsttoken", "window"): {"high": 26, "help": "Passages per call, labelled A..Z (at most 26)."},
 }
 
 
