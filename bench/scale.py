@@ -28,7 +28,16 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import format_table, graded_qrels, synthetic_run, write_synthetic_run, write_trec_qrels  # noqa: E402
+from _common import (
+    fixed_decimals,
+    format_table,
+    graded_qrels,
+    round_micro,
+    synthetic_run,
+    write_synthetic_run,
+    write_trec_qrels,
+    write_trec_run,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS_PER_QUERY = 1000
@@ -43,10 +52,13 @@ def parse_rows(text: str) -> int:
     return int(float(text.rstrip("KMB")) * scale)
 
 
-def generate(folder: Path, rows: int, seed: int) -> tuple[Path, Path, float]:
-    """``(run, qrels, seconds)``: ``rows // 1000`` queries of 1,000 candidates, in blocks."""
-    run_path, qrels_path = folder / f"run-{rows}.trec", folder / f"qrels-{rows}.txt"
-    stamp = folder / f"done-{rows}-{seed}"
+def generate(folder: Path, rows: int, seed: int, layout: str = "grouped") -> tuple[Path, Path, float]:
+    """``(run, qrels, seconds)``: ``rows // 1000`` queries of 1,000 candidates, in blocks of
+    5,000 queries; ``interleaved``: each block written rank by rank (every query's rows spread
+    over the block's 5M rows, as a run merged from shards would be), so it must be partitioned."""
+    suffix = "" if layout == "grouped" else f"-{layout}"
+    run_path, qrels_path = folder / f"run-{rows}{suffix}.trec", folder / f"qrels-{rows}{suffix}.txt"
+    stamp = folder / f"done-{rows}-{seed}{suffix}"
     if stamp.exists():
         return run_path, qrels_path, 0.0
     start = time.perf_counter()
@@ -57,15 +69,25 @@ def generate(folder: Path, rows: int, seed: int) -> tuple[Path, Path, float]:
             n = min(BLOCK_QUERIES, n_queries - first)
             block = synthetic_run(rng, n, DOCS_PER_QUERY, qid_space=n)
             block.qids[:] = np.arange(first, first + n)  # unique over blocks, in order
-            part = folder / "block.trec"
-            write_synthetic_run(part, block, decimals=2)  # 2 decimals: ties, as real BM25 runs have
+            part = folder / f"block-{rows}{suffix}.trec"
+            if layout == "grouped":
+                write_synthetic_run(part, block, decimals=2)  # 2 decimals: ties, as real BM25 runs have
+            else:
+                order = np.arange(n * DOCS_PER_QUERY).reshape(n, DOCS_PER_QUERY).T.ravel()
+                write_trec_run(
+                    part,
+                    np.repeat(block.qids, DOCS_PER_QUERY)[order],
+                    block.docids.ravel()[order],
+                    np.tile(np.arange(1, DOCS_PER_QUERY + 1), n)[order],
+                    fixed_decimals(round_micro(block.micro, 2).ravel()[order], 2),
+                )
             with part.open("rb") as fh:
                 shutil.copyfileobj(fh, run_out)
             q, d, g = graded_qrels(block, rng)
             write_trec_qrels(part, q, d, g)
             with part.open("rb") as fh:
                 shutil.copyfileobj(fh, qrels_out)
-        (folder / "block.trec").unlink(missing_ok=True)
+        part.unlink(missing_ok=True)
     stamp.touch()
     return run_path, qrels_path, time.perf_counter() - start
 
@@ -124,6 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--engines", default="memory,stream,ray", help="engines to run (default: all three)")
     parser.add_argument("--metrics", default="mrr@10,ndcg@10,recall@100,map", help="metrics evaluated")
     parser.add_argument("--seed", type=int, default=15)
+    parser.add_argument(
+        "--layout",
+        choices=("grouped", "interleaved"),
+        default="grouped",
+        help="grouped: each query's rows together (read as they come); interleaved: spread (partitioned)",
+    )
     parser.add_argument("--dir", default=None, help="keep the generated runs here (default: a temporary directory)")
     args = parser.parse_args(argv)
     sizes = [parse_rows(s) for s in args.rows.split(",") if s.strip()]
@@ -135,18 +163,18 @@ def main(argv: list[str] | None = None) -> int:
     table = []
     try:
         for rows in sizes:
-            run_path, qrels_path, gen_s = generate(folder, rows, args.seed)
+            run_path, qrels_path, gen_s = generate(folder, rows, args.seed, args.layout)
             size_mb = run_path.stat().st_size / 2**20
             print(f"{rows:,} rows: {size_mb:,.0f} MB of TREC (generated in {gen_s:.0f}s)", file=sys.stderr, flush=True)
             reference: bytes | None = None
             stream_s = memory_s = None
             for engine in engines:
                 if engine == "memory" and rows * 125 / 2**20 > MEMORY_SHARE * ram_mb:
-                    table.append([f"{rows:,}", engine, "-", "-", "-", "does not fit"])
+                    table.append([f"{rows:,} {args.layout}", engine, "-", "-", "-", "does not fit"])
                     continue
                 cmd = [sys.executable, "-m", "core", "evaluate", "--run", str(run_path), "--qrels", str(qrels_path)]
                 cmd += ["--metrics", args.metrics, "--format", "json", "--engine", engine]
-                out = folder / f"out-{engine}.json"
+                out = folder / f"out-{rows}-{args.layout}-{engine}.json"
                 got = measure(cmd, out, env)
                 text = out.read_bytes()
                 same = "reference" if reference is None else ("same" if text == reference else "DIFFERENT")
@@ -162,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
                     vs.append(f"{got['seconds'] / stream_s:.2f}x stream")
                 table.append(
                     [
-                        f"{rows:,}",
+                        f"{rows:,} {args.layout}",
                         engine,
                         f"{got['seconds']:.1f}",
                         f"{rows / got['seconds'] / 1e6:.2f}",
