@@ -143,9 +143,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pv.add_argument("--output-price", type=float, default=0.0, help="USD per 1M completion tokens")
     pv.add_argument("--max-calls", type=int, help="refuse the run when its exact estimate needs more calls")
     pv.add_argument("--max-cost", type=float, help="refuse the run when its estimated cost (USD) is higher")
-    pv.add_argument("--cache-dir", default=".ranklens_cache")
+    pv.add_argument(
+        "--cache-dir",
+        help="reply cache folder (default: $RANKLENS_CACHE_DIR, else $XDG_CACHE_HOME/ranklens/replies, "
+        "else ~/.cache/ranklens/replies)",
+    )
     pv.add_argument("--no-cache", action="store_true")
-    pv.add_argument("--clear-cache", action="store_true", help="delete cached replies first")
+    pv.add_argument(
+        "--clear-cache", action="store_true", help="delete the cached replies of this API key (or of no key) first"
+    )
     eng = parser.add_argument_group("engine")
     eng.add_argument(
         "--engine",
@@ -405,6 +411,8 @@ def run(args: argparse.Namespace) -> int:
 
     from core.rerank import Prices, ReplyCache, estimate, rerank_candidates
     from core.rerank.api import check_budget
+    from core.rerank.cache import default_cache_dir
+    from core.rerank.keys import resolve_api_key
 
     strategies = _strategies(args)
     metrics = _metric_names(args)  # bad metrics or cutoffs fail before any call
@@ -434,9 +442,11 @@ def run(args: argparse.Namespace) -> int:
         sizes = cands.estimate_sizes()
         for s in strategies:
             check_budget(estimate(s, sizes, _params(args, s), prices), args.max_calls, args.max_cost)
-    if args.clear_cache:
-        removed = ReplyCache(args.cache_dir).clear()
-        print(f"cleared {removed} cached replies from {args.cache_dir}", file=sys.stderr)
+    args.cache_dir = args.cache_dir or str(default_cache_dir())
+    if args.clear_cache:  # only the namespace of the key the provider will resolve (no key: anonymous)
+        key, _ = resolve_api_key(None, azure=bool(args.azure_endpoint))
+        removed = ReplyCache(args.cache_dir).bind_credential(key).clear()
+        print(f"cleared {removed} cached replies of this key from {args.cache_dir}", file=sys.stderr)
     if args.engine == "ray":  # every worker reaches the same cache: a rerun resumes
         args.cache_dir = os.path.abspath(args.cache_dir)
     make = _factory(args, kind)

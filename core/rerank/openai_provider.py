@@ -24,7 +24,9 @@ token (`parsing.parse_first_token`). A server that answers without log-probabili
 `LogprobsUnsupportedError`: never a silent fallback.
 
 The API key is kept in a private attribute: it is not in ``repr``, cache keys, cached values,
-call logs or error messages (any occurrence in a server message is replaced by ``***``).
+call logs or error messages (any occurrence in a server message is replaced by ``***``). The
+reply cache given is bound to the key resolved (`ReplyCache.bind_credential`; no key: the
+anonymous namespace), so a reply is served only to a caller holding the key that paid for it.
 """
 
 from __future__ import annotations
@@ -232,8 +234,8 @@ class OpenAIProvider(BaseProvider):
         self.reasks = int(reasks)
         self.scale = int(scale)
         self.retry = retry or RetryPolicy()
-        self.cache = cache
         key, self.key_source = resolve_api_key(api_key, azure=self.azure)
+        self.cache = cache.bind_credential(key) if cache is not None else None
         if key is None and (self.base_url and not self.azure):
             key, self.key_source = LOCAL_PLACEHOLDER_KEY, "none (local server)"
         self.__key = key
