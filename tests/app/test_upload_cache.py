@@ -3,8 +3,10 @@ every session, released when a dataset is removed; a removed file can be uploade
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
+import weakref
 
 import pytest
 
@@ -95,9 +97,12 @@ def test_removed_file_can_be_uploaded_again_and_leaves_the_cache(app):
     assert "results" in ws.names("run") and any(k[2] == digest for k in list(cache.UPLOADS._items))
     app.selectbox(key="inspect_kind").set_value("run").run()
     app.selectbox(key="inspect_name").set_value("results").run()
+    run_ref = weakref.ref(ws.get("run", "results"))
     app.button(key="do_remove").click().run()
     assert "results" not in ws.names("run")
     assert not any(k[2] == digest for k in list(cache.UPLOADS._items))  # its parsed copy is released
+    gc.collect()
+    assert run_ref() is None  # nothing else holds the removed run: its memory comes back
     assert ("run", digest) not in app.session_state["_ingested"]
     upload(app, "Upload runs", "results.test", RESULTS)  # the uploader was emptied: the same file again
     assert "results" in app.session_state["workspace"].names("run")
