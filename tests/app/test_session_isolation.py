@@ -27,7 +27,10 @@ def _session() -> AppTest:
 
 def _setup(at: AppTest, base_url: str, key: str | None) -> AppTest:
     at.radio(key="rr_provider").set_value("openai").run()
-    at.text_input(key="rr_base_url").input(base_url).run()
+    try:  # one URL field, or a text area taking one URL per line
+        at.text_input(key="rr_base_url").input(base_url).run()
+    except KeyError:
+        at.text_area(key="rr_base_url").input(base_url).run()
     at.text_input(key="rr_api_key").input(key or "").run()
     at.number_input(key="rr_nq").set_value(2).run()
     box = next(c for c in at.checkbox if c.key.startswith("rr_confirm_"))
