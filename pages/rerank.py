@@ -24,6 +24,7 @@ from core.rerank import (
     ReplyCache,
     RetryPolicy,
     estimate,
+    load_plugins,
     make_provider,
     rerank_candidates,
 )
@@ -45,6 +46,11 @@ st.caption(
 
 ws = ui.workspace()
 ws.ensure_demo("rerank")
+
+try:  # strategy plug-ins named in $RANKLENS_STRATEGIES (module:Class items) join the strategy menu
+    load_plugins()
+except RankLensError as exc:
+    ui.show_error(f"Strategy plug-ins not loaded: {exc}", escape=True)
 
 
 #: The first-stage run choice that shows the run uploader (else a loaded run is used).
@@ -203,9 +209,31 @@ if provider_kind == "openai":
         settings["api_version"] = c.text_input("API version", value="2024-10-21", key="rr_az_version")
     else:
         settings["model"] = b.text_input("Model", value="gpt-4o-mini", key="rr_model")
-        settings["base_url"] = (
-            c.text_input("Base URL (optional)", key="rr_base_url", placeholder="http://localhost:8000/v1") or None
+        urls = reports.read_base_urls(
+            c.text_area(
+                "Base URLs (optional, one per line)",
+                key="rr_base_url",
+                placeholder="http://localhost:8000/v1",
+                height=68,
+                help="An OpenAI-compatible server; several lines spread the calls over several servers "
+                "(least busy first, an unhealthy one skipped while it cools down).",
+            )
         )
+        settings["base_url"] = urls or None
+        if len(urls) > 1:
+            settings["endpoint_concurrency"] = (
+                int(
+                    c.number_input(
+                        "Concurrency per endpoint (0 = no cap)",
+                        0,
+                        256,
+                        0,
+                        key="rr_endpoint_conc",
+                        help="Calls in flight at once on each server (the total is also capped by Concurrency).",
+                    )
+                )
+                or None
+            )
     typed = st.text_input(
         "API key",
         type="password",
@@ -287,6 +315,18 @@ def _param_widget(f: reports.ParamField, where: Any) -> Any:
     )
     return where.text_input(f.label, key=key, help=text_help)
 
+
+if "firsttoken" in strategies:
+    if PROVIDERS[provider_kind].logprobs:
+        st.caption(
+            "First-token scoring reads the log-probabilities of the first generated token (one call per window, "
+            "max_tokens=1, top_logprobs=20): the server must return logprobs, or every query fails saying so."
+        )
+    else:
+        st.warning(
+            f"First-token scoring needs log-probabilities, which the {PROVIDERS[provider_kind].label} provider "
+            "does not give: every query would fail. Choose the OpenAI API provider with a server that returns them."
+        )
 
 params: dict[str, dict[str, Any]] = {}
 for s in strategies:
@@ -488,6 +528,11 @@ def _usage_and_calls(res: BatchResult) -> None:
     usage = reports.usage_table(res.usage)
     st.dataframe(usage, hide_index=True, width="stretch", placeholder="—")
     ui.download_csv(usage, "rerank_usage.csv", key="rr_dl_usage")
+    if len(res.endpoints) > 1:  # calls spread over several servers: each one's share and health
+        st.markdown("**Per endpoint**")
+        per_endpoint = reports.endpoint_table(res.endpoints)
+        st.dataframe(per_endpoint, hide_index=True, width="stretch", placeholder="—")
+        ui.download_csv(per_endpoint, "rerank_endpoints.csv", key="rr_dl_endpoints")
     per_query = reports.per_query_table(res)
     failed = len(res.errors)
     with st.expander(

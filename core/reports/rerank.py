@@ -20,6 +20,7 @@ from core.metrics import Evaluation
 from core.rerank import BatchResult, Estimate, Prices, Usage
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.rerank.compare import comparison_frame
+from core.rerank.endpoints import EndpointUsage
 from core.rerank.strategies import TABLE, parse_stages
 
 #: Menu labels of the built-in strategies (a plug-in registered by name shows its name).
@@ -237,6 +238,47 @@ def usage_table(u: Usage) -> pd.DataFrame:
                 "wall time (s)": round(u.wall_s, 2),
             }
         ]
+    )
+
+
+def read_base_urls(text: str | None) -> list[str]:
+    """The base URLs of a text field, one per line (commas and spaces also separate them),
+    blank lines dropped, in order without repeats."""
+    return list(dict.fromkeys((text or "").replace(",", " ").split()))
+
+
+def endpoint_table(rows: Sequence[EndpointUsage]) -> pd.DataFrame:
+    """One row per endpoint (`core.rerank.endpoints.usage_by_endpoint`): replies received,
+    tokens, cost (USD, 6 decimals), reply latency p50 / p95 (ms, 1 decimal), attempts sent
+    (retries included), failed attempts and times skipped as unhealthy."""
+    return pd.DataFrame(
+        [
+            {
+                "endpoint": u.endpoint,
+                "calls": u.calls,
+                "prompt tokens": u.prompt_tokens,
+                "completion tokens": u.completion_tokens,
+                "cost (USD)": round(u.cost, 6),
+                "call p50 (ms)": round(u.p50_ms, 1),
+                "call p95 (ms)": round(u.p95_ms, 1),
+                "attempts": u.attempts,
+                "failed attempts": u.failures,
+                "times skipped": u.times_down,
+            }
+            for u in rows
+        ],
+        columns=[
+            "endpoint",
+            "calls",
+            "prompt tokens",
+            "completion tokens",
+            "cost (USD)",
+            "call p50 (ms)",
+            "call p95 (ms)",
+            "attempts",
+            "failed attempts",
+            "times skipped",
+        ],
     )
 
 

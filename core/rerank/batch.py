@@ -32,7 +32,8 @@ from core.errors import RankLensError
 from core.rerank.accounting import Estimate, Prices, Usage, estimate, summarize
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.rerank.driver import QueryResult, arerank_query, rerank_query
-from core.rerank.errors import RerankConfigError, StrictOutputError
+from core.rerank.endpoints import EndpointUsage, usage_by_endpoint
+from core.rerank.errors import LogprobsUnsupportedError, RerankConfigError, StrictOutputError
 from core.rerank.provider import AsyncProvider, Provider
 from core.rerank.strategies import resolve_params
 from core.rerank.trace import RECORD_COLUMNS, CallRecord
@@ -64,7 +65,9 @@ class BatchResult:
     usage and the estimate made before, per-query results and errors (input order), notes,
     the calls each failed query made before it failed (``failed_logs``, as ``errors``), and
     ``full_run``: every query of the candidate set (None only when it has none), the failed
-    ones in their first-stage order, listed in ``full_run.meta["failed_queries"]``."""
+    ones in their first-stage order, listed in ``full_run.meta["failed_queries"]``; ``endpoints``:
+    the usage per endpoint (`core.rerank.endpoints.usage_by_endpoint` of the call log and the
+    provider's pool; empty for an offline provider or a run served from the cache)."""
 
     strategy: str
     provider: str
@@ -78,6 +81,7 @@ class BatchResult:
     failed_logs: dict[str, list[CallRecord]] = field(default_factory=dict)
     full_run: Run | None = None
     warnings: list[str] = field(default_factory=list)  # alarming findings (also first in ``notes``)
+    endpoints: list[EndpointUsage] = field(default_factory=list)
 
     @property
     def failed(self) -> list[str]:
@@ -243,11 +247,14 @@ def rerank_candidates(
     results: dict[str, QueryResult] = {}
     errors: dict[str, str] = {}
     invalid_output: set[str] = set()  # queries failed by strict mode on an invalid answer
+    no_logprobs: list[str] = []  # queries failed because the provider gave no log-probabilities
 
     def fail(q: QueryCandidates, exc: Exception) -> None:
         errors[q.qid] = _error_text(provider, exc)
         if isinstance(exc, StrictOutputError):
             invalid_output.add(q.qid)
+        if isinstance(exc, LogprobsUnsupportedError):
+            no_logprobs.append(q.qid)
 
     circuit = CircuitBreaker(breaker)
     t0 = time.perf_counter()
@@ -304,6 +311,12 @@ def rerank_candidates(
     warnings = []
     if circuit.is_open:
         warnings.append(circuit.message)
+    if no_logprobs:
+        warnings.append(
+            f"{len(no_logprobs)} of {cands.n_queries} queries failed: {strategy} needs log-probabilities of the first "
+            f"token and the provider gave none ({ordered_errors[no_logprobs[0]]}); use a server that returns "
+            "logprobs / top_logprobs, or another strategy"
+        )
     if usage.invalid_rate > INVALID_RATE_WARNING:
         warnings.append(
             f"{usage.invalid:,} of {usage.calls:,} replies ({usage.invalid_rate:.0%}) were invalid, above the "
@@ -329,4 +342,9 @@ def rerank_candidates(
         failed_logs=failed_logs,
         full_run=full_run,
         warnings=warnings,
+        endpoints=usage_by_endpoint(
+            [r for res in ordered.values() for r in res.records] + [r for log in failed_logs.values() for r in log],
+            prices,
+            [provider],
+        ),
     )

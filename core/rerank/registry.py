@@ -19,12 +19,14 @@ from core.rerank.provider import AsyncProvider
 @dataclass(frozen=True)
 class ProviderSpec:
     """One registered provider: its ``name``, a one-line ``label`` for menus, whether it runs
-    ``offline`` (no network, no key, no cost) and ``build(**settings)``."""
+    ``offline`` (no network, no key, no cost), ``build(**settings)`` and whether it can return
+    first-token ``logprobs`` (first-token scoring; for a server, only when the server gives them)."""
 
     name: str
     label: str
     offline: bool
     build: Callable[..., AsyncProvider]
+    logprobs: bool = False
 
 
 def _lexical(*, scale: int = 3) -> AsyncProvider:
@@ -49,7 +51,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
         ProviderSpec("lexical", "Lexical (BM25, offline, free)", True, _lexical),
-        ProviderSpec("openai", "OpenAI API (OpenAI, Azure, compatible server)", False, _openai),
+        ProviderSpec("openai", "OpenAI API (OpenAI, Azure, compatible server)", False, _openai, logprobs=True),
     )
 }
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from streamlit.testing.v1 import AppTest
 
 from core.rerank import PROVIDERS
@@ -99,7 +101,7 @@ def test_openai_against_local_server_key_stays_in_session(app, tmp_path, monkeyp
     with FakeOpenAIServer() as srv:
         at = _open(app)
         at.radio(key="rr_provider").set_value("openai").run()
-        at.text_input(key="rr_base_url").input(srv.base_url).run()
+        at.text_area(key="rr_base_url").input(srv.base_url).run()
         at.text_input(key="rr_api_key").input(secret).run()
         at.number_input(key="rr_nq").set_value(2).run()
         _confirm(at).button(key="rr_run").click().run()
@@ -405,3 +407,148 @@ def test_candidates_from_a_loaded_run_of_the_user(app):
     assert at.selectbox(key="rr_query").options[0] == "q1: red fox"
     before = next(d.value for d in at.dataframe if "passage" in d.value.columns and "move" not in d.value.columns)
     assert before["docid"].tolist() == ["d2", "d1"]  # the loaded run's order is the first stage
+
+
+# ---- issue 14's loose ends: plug-ins from the environment, several endpoints, first-token scoring ----
+PLUGIN_SRC = """
+from core.rerank.strategies import Op, Outcome
+
+
+class EnvWindows:
+    name = "env-windows"
+    defaults = {"size": 4}
+
+    def traversal(self, n, params):
+        size = params["size"]
+        starts = list(range(0, n, size))
+        answers = yield [Op("rank", tuple(range(s, min(n, s + size)))) for s in starts]
+        order = []
+        for s, perm in zip(starts, answers):
+            order += [s + i for i in perm]
+        return Outcome(order, None, {})
+
+    def calls(self, n, params):
+        return -(-n // params["size"])
+
+    def shown(self, n, params):
+        return [("rank", min(n, params["size"]), self.calls(n, params))]
+"""
+
+
+def _fake_server():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "rerank"))
+    import fake_openai_server
+
+    return fake_openai_server
+
+
+def _openai_on(at: AppTest, urls: str, nq: int) -> AppTest:
+    at.radio(key="rr_provider").set_value("openai").run()
+    at.text_area(key="rr_base_url").input(urls).run()
+    at.toggle(key="rr_cache").set_value(False).run()
+    at.number_input(key="rr_nq").set_value(nq).run()
+    return at
+
+
+def test_plugins_named_in_the_environment_join_the_menu_and_a_bad_one_is_shown_escaped(app, tmp_path, monkeypatch):
+    from core.demo import load_demo
+    from core.rerank import strategies as table
+    from core.rerank import unregister_strategy
+
+    (tmp_path / "page_plugin.py").write_text(PLUGIN_SRC, encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("RANKLENS_STRATEGIES", "page_plugin:EnvWindows")
+    try:
+        at = _open(app)
+        assert not at.error, [e.value for e in at.error]
+        assert "env-windows" in at.selectbox(key="rr_strategy").options
+        at.selectbox(key="rr_strategy").set_value("env-windows").run()
+        assert at.number_input(key="rr_p_env-windows_size").value == 4
+        at.number_input(key="rr_nq").set_value(2).run()
+        demo = next(obj for kind, _, obj in load_demo("rerank") if kind == "corpus")
+        assert at.dataframe[0].value["calls"].tolist() == [sum(-(-len(q) // 4) for q in demo.queries[:2])]
+        at.button(key="rr_run").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        usage = next(d.value for d in at.dataframe if "actual calls" in d.value.columns)
+        assert usage["actual calls"].iloc[0] == usage["estimated calls"].iloc[0]
+        monkeypatch.setenv("RANKLENS_STRATEGIES", "no_such_mod_*x*:Nope")
+        at.run()
+        assert not at.exception
+        shown = [e.value for e in at.error]
+        assert any("Strategy plug-ins not loaded" in v and r"no\_such\_mod\_\*x\*" in v for v in shown), shown
+        assert "RankGPT sliding window (listwise)" in at.selectbox(key="rr_strategy").options  # the page still works
+    finally:
+        if "env-windows" in table.TABLE:
+            unregister_strategy("env-windows")
+
+
+def test_several_base_urls_spread_the_calls_and_show_the_usage_per_endpoint(app):
+    fake = _fake_server()
+    with fake.FakeOpenAIServer(delay=0.05) as one, fake.FakeOpenAIServer(delay=0.05) as two:
+        at = _open(app)
+        _openai_on(at, f"{one.base_url}\n\n{two.base_url}\n{one.base_url}", nq=4)  # a repeat is dropped
+        at.number_input(key="rr_endpoint_conc").set_value(1).run()
+        _confirm(at).button(key="rr_run").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        assert one.max_in_flight == 1 and two.max_in_flight == 1  # the per-endpoint cap
+        sent = (len(one.requests), len(two.requests))
+    assert sent[0] > 0 and sent[1] > 0 and sum(sent) == 8  # 4 queries x 2 windows over both servers
+    table = next(d.value for d in at.dataframe if "times skipped" in d.value.columns)
+    assert table["endpoint"].tolist() == [one.base_url.rstrip("/"), two.base_url.rstrip("/")]
+    assert table["calls"].tolist() == list(sent) and table["failed attempts"].tolist() == [0, 0]
+
+
+def test_one_base_url_shows_no_endpoint_table(app):
+    fake = _fake_server()
+    with fake.FakeOpenAIServer() as srv:
+        at = _open(app)
+        _openai_on(at, srv.base_url, nq=1)
+        assert not at.get("number_input") or all(n.key != "rr_endpoint_conc" for n in at.number_input)
+        _confirm(at).button(key="rr_run").click().run()
+        assert not at.exception and not at.error
+    assert not any("times skipped" in d.value.columns for d in at.dataframe)  # the call log still names it
+
+
+def test_first_token_scoring_from_the_page_with_its_window_and_stride(app):
+    fake = _fake_server()
+    with fake.FakeOpenAIServer() as srv:
+        at = _open(app)
+        _openai_on(at, srv.base_url, nq=2)
+        at.selectbox(key="rr_strategy").set_value("firsttoken").run()
+        assert any("log-probabilities" in c.value for c in at.caption)
+        at.number_input(key="rr_p_firsttoken_window").set_value(10).run()
+        at.number_input(key="rr_p_firsttoken_stride").set_value(5).run()
+        est = at.dataframe[0].value
+        _confirm(at).button(key="rr_run").click().run()
+        assert not at.exception and not at.error, [e.value for e in at.error]
+        bodies = [r["body"] for r in srv.requests]
+    assert len(bodies) == est["calls"].iloc[0]  # exact: 1 + ceil((n - 10) / 5) per query
+    assert all(b["logprobs"] and b["top_logprobs"] == 20 and b["max_tokens"] == 1 for b in bodies)
+    assert all(len(re.findall(r"^\[[A-Z]\] ", b["messages"][-1]["content"], re.M)) == 10 for b in bodies)
+    usage = next(d.value for d in at.dataframe if "actual calls" in d.value.columns)
+    assert usage["actual calls"].iloc[0] == len(bodies)
+
+
+def test_first_token_scoring_says_clearly_when_the_server_gives_no_logprobs(app):
+    fake = _fake_server()
+    with fake.FakeOpenAIServer(logprobs=False) as bare:
+        at = _open(app)
+        _openai_on(at, bare.base_url, nq=2)
+        at.selectbox(key="rr_strategy").set_value("firsttoken").run()
+        _confirm(at).button(key="rr_run").click().run()
+        assert not at.exception
+        assert len(bare.requests) == 2  # one call per query, not retried, no fallback strategy
+    shown = [e.value for e in at.error] + [w.value for w in at.warning]
+    assert any("needs log-probabilities" in v and "does not return log-probabilities" in v for v in shown), shown
+
+
+def test_first_token_scoring_with_the_offline_provider_is_warned_before_the_run(app):
+    at = _open(app)
+    at.selectbox(key="rr_strategy").set_value("firsttoken").run()
+    assert any("needs log-probabilities" in w.value for w in at.warning)
+    at.button(key="rr_run").click().run()
+    assert not at.exception
+    assert any("does not return log-probabilities" in e.value for e in at.error)
