@@ -425,23 +425,24 @@ def run(args: argparse.Namespace) -> int:
     prices = Prices(args.input_price, args.output_price)
     kind = _provider_kind(args)
     print(f"provider: {kind}; {cands.n_queries} queries, {len(cands)} candidates", file=sys.stderr)
+    sizes = cands.estimate_sizes()
+    estimates = [estimate(s, sizes, _params(args, s), prices) for s in strategies]
+    for e in estimates:  # the count depends on the answers: say the bounds, before a live run too
+        if not e.exact:
+            counted = "the fewest" if e.call_range and e.call_range[1] is None else "the most"
+            said = f"the table counts {counted}" if args.dry_run else "before the run"
+            print(f"note: {e.strategy}: {e.calls_text()} ({said})", file=sys.stderr)
     if args.dry_run:
-        sizes = cands.estimate_sizes()
         rows = []
-        for s in strategies:
-            estimate_ = estimate(s, sizes, _params(args, s), prices)
-            if not estimate_.exact:  # the count depends on the answers: say the bounds
-                counted = "the fewest" if estimate_.call_range and estimate_.call_range[1] is None else "the most"
-                print(f"note: {s}: {estimate_.calls_text()} (the table counts {counted})", file=sys.stderr)
-            est = estimate_.to_dict()
+        for e in estimates:
+            est = e.to_dict()
             rows.append({k: est[k] for k in ESTIMATE_COLUMNS})
         frame = pd.DataFrame(rows)
         emit_table(frame, args.format)
         return 0
     if args.max_calls is not None or args.max_cost is not None:  # before anything is sent
-        sizes = cands.estimate_sizes()
-        for s in strategies:
-            check_budget(estimate(s, sizes, _params(args, s), prices), args.max_calls, args.max_cost)
+        for e in estimates:
+            check_budget(e, args.max_calls, args.max_cost)
     args.cache_dir = args.cache_dir or str(default_cache_dir())
     if args.clear_cache:  # only the namespace of the key the provider will resolve (no key: anonymous)
         key, _ = resolve_api_key(None, azure=bool(args.azure_endpoint))

@@ -4,8 +4,9 @@ Library use: `rerank(query, documents, strategy, provider=...)` / `arerank` / `r
 `arerank_batch` -> `RerankResult` (`core.rerank.api`); strategy plug-ins with
 `register_strategy` / `load_strategy` (`core.rerank.plugins`, the protocol in its docstring).
 Other entry points: `run_strategy` (one query, final order as 0-based indices), `estimate`
-(calls, tokens and cost before a run), `rerank_candidates` (a whole candidate set -> Run,
-`Usage` and the call log) and `make_provider` (a registered provider by name).
+(calls, tokens and cost before a run), `call_bounds` (fewest and most calls of one query),
+`rerank_candidates` (a whole candidate set -> Run, `Usage` and the call log) and
+`make_provider` (a registered provider by name).
 The seams: `Provider` / `AsyncProvider` (what a provider answers; `BaseProvider` for new
 ones, registered in `PROVIDERS`), `StrategySpec` (one row of the strategy table), `OpTrace` (the call log of one operation, passed to the
 provider explicitly) and the `Estimate` / `Usage` / `ProgressState` records. Errors are the
@@ -69,6 +70,7 @@ if TYPE_CHECKING:
         STRATEGIES,
         Op,
         StrategySpec,
+        call_bounds,
         estimate_calls,
         parse_scale,
         parse_stages,
@@ -135,6 +137,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
             "STRATEGIES",
             "Op",
             "StrategySpec",
+            "call_bounds",
             "estimate_calls",
             "parse_scale",
             "parse_stages",
@@ -211,6 +214,7 @@ __all__ = [
     "arerank_batch",
     "arerank_query",
     "arun_strategy",
+    "call_bounds",
     "estimate",
     "estimate_calls",
     "load_plugins",

@@ -9,7 +9,7 @@ nearest-rank (as ranksmith reports them).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -18,6 +18,9 @@ from core.rerank.strategies import call_bounds, estimate_calls, resolve_params, 
 from core.rerank.trace import CallRecord
 
 CHARS_PER_TOKEN = 4.0
+#: Passages a strategy's ``select`` keeps, by strategy, for the completion-token estimate
+#: (others: half of those shown, at least one).
+SELECT_KEEP: dict[str, Callable[[int], int]] = {"setwise": lambda k: 1}
 TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90, "score": 100}
 COMPLETION_TOKENS = {
     "rank": lambda k, m: 4 * k + 6,
@@ -160,8 +163,8 @@ def estimate(
         for op, k, count in shown_counts(strategy, n, **params):
             m = None
             prompt += count * (TEMPLATE_TOKENS[op] + k * (mean_chars / CHARS_PER_TOKEN + 3))
-            if op == "select":
-                m = max(1, k // 2)
+            if op == "select":  # setwise picks the single best; TourRank's plans keep about half
+                m = SELECT_KEEP.get(strategy, lambda k: max(1, k // 2))(k)
             completion += count * COMPLETION_TOKENS[op](k, m)
     prices = prices or Prices()
     return Estimate(
