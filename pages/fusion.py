@@ -16,6 +16,7 @@ from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption
 from core.ties import TRADITIONAL_ORDERS
 from core.workspace import Workspace
 from pages.common import cache, state, ui
+from pages.common.figures import show_figure
 
 METRICS = ["ndcg@10", "mrr@10", "recall@20", "map", "hits@3", "precision@10"]
 SWEEP_AUTO_ROWS = 2_000_000  # above this many input rows the sweeps run only on request
@@ -225,7 +226,9 @@ qid = q1.selectbox("Query", fused.qids, key="fuse_qid")
 view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, value=15, step=1, key="fuse_view_depth"))
 prov = cache.provenance(runs, params, qid)
 relevant = reports.relevant_docids(qrels, qid) if qrels is not None else set()
-st.plotly_chart(movement_figure(prov, qid, depth=view_depth, relevant=relevant), width="stretch", key="fuse_movement")
+show_figure(
+    movement_figure(prov, qid, depth=view_depth, relevant=relevant), key="fuse_movement", name=f"fusion-movement-{qid}"
+)
 st.caption(
     "Lines join each document's rank in every input to its fused rank; filled markers are relevant; "
     "shaded bands are tie groups of the fused list; hover for each input's contribution."
@@ -251,7 +254,7 @@ sweep_metric = st.selectbox("Sweep metric", METRICS, key=state.FUSE_SWEEP_METRIC
 with st.spinner("Sweeping k…"):
     ks = cache.sweep_k(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order)
 chosen_k = k if method == "rrf" else None
-st.plotly_chart(k_sweep_figure(ks, sweep_metric, chosen_k=chosen_k), width="stretch", key="fuse_k_sweep")
+show_figure(k_sweep_figure(ks, sweep_metric, chosen_k=chosen_k), key="fuse_k_sweep", name="fusion-k-sweep")
 ui.download_csv(ks, "fusion_k_sweep.csv", key="dl-fuse-ksweep")
 if len(runs) != 2:
     st.caption("Pick exactly two runs to see the weight sweep.")
@@ -259,5 +262,5 @@ if len(runs) != 2:
 with st.spinner("Sweeping the weights…"):
     wsweep = cache.sweep_weight(runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order)
 names = (chosen[0], chosen[1])
-st.plotly_chart(weight_sweep_figure(wsweep, sweep_metric, names), width="stretch", key="fuse_w_sweep")
+show_figure(weight_sweep_figure(wsweep, sweep_metric, names), key="fuse_w_sweep", name="fusion-weight-sweep")
 ui.download_csv(wsweep, "fusion_weight_sweep.csv", key="dl-fuse-wsweep")

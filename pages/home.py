@@ -12,6 +12,7 @@ from core.metrics import parse_metrics, policy_table
 from core.reports import metrics as reports
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
+from pages.common.figures import show_figure
 
 #: the metrics Home's figure can show (the first is the default)
 HOME_METRICS = ["mrr@10", "ndcg@10", "map", "hits@3", "recall@10", "precision@10"]
@@ -56,7 +57,7 @@ if qrels is not None and runs:
     figure = tie_range_figure(
         table, metric_name, trad, flagged=reports.flipped_runs(flips), order_label=reports.ORDER_CHOICES[trad]
     )
-    st.plotly_chart(figure, key="home_ties", width="stretch")
+    show_figure(figure, key="home_ties", name=f"ranklens-ties-{metric_name}")
     st.markdown(ui.escape_markdown(reports.tie_story(table, metric_name, trad)))
     ui.warn_overlap(runs, qrels)
     summary = reports.summary_long(table, [r.name for r in runs], [metric_name], trad).drop(columns="metric")

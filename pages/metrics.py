@@ -25,6 +25,7 @@ from core.reports import metrics as reports
 from core.stats import CORRECTIONS, TESTS
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
+from pages.common.figures import show_figure
 
 PRESETS = [
     "mrr@10",
@@ -121,12 +122,12 @@ with st.spinner("Evaluating…"):
     expected = reports.named(evaluations["expected"], metrics)
 
 flips = reports.order_flips(table, figure_metric, trad)
-st.plotly_chart(
+show_figure(
     tie_range_figure(
         table, figure_metric, trad, flagged=reports.flipped_runs(flips), order_label=reports.ORDER_CHOICES[trad]
     ),
     key="tie_range",
-    width="stretch",
+    name=f"ranklens-ties-{figure_metric}",
 )
 st.markdown(ui.escape_markdown(reports.tie_story(table, figure_metric, trad)))
 st.caption(
@@ -260,17 +261,19 @@ with st.expander("Detailed table", expanded=False):
 
 
 def show_bars() -> None:
-    st.plotly_chart(metric_bars(table, names, trad), key="bars")
+    show_figure(metric_bars(table, names, trad), key="bars", name="ranklens-traditional-vs-tie-aware")
 
 
 def show_gaps() -> None:
     gap_metric = st.selectbox("Metric", ["mrr", "mrr@10", "ndcg@10", "map", "hits@3"], key="gap_metric")
     gaps = cache.tie_gap_table(runs, qrels, gap_metric, rel_level, trad)
     label = gap_metric.upper() if gap_metric.startswith("mrr") else gap_metric
-    st.plotly_chart(tie_gap_scatter(gaps, label), key="gap")
+    show_figure(tie_gap_scatter(gaps, label), key="gap", name=f"ranklens-tie-gaps-{gap_metric}")
     left, right = st.columns(2)
-    left.plotly_chart(gap_vs_tie_size(gaps, label), key="gap_size")
-    right.plotly_chart(gap_histogram(gaps, label), key="gap_hist")
+    with left:
+        show_figure(gap_vs_tie_size(gaps, label), key="gap_size", name=f"ranklens-gap-vs-tie-{gap_metric}")
+    with right:
+        show_figure(gap_histogram(gaps, label), key="gap_hist", name=f"ranklens-gap-histogram-{gap_metric}")
     st.caption(f"{reports.order_caption(trad)} Gap: |traditional − tie-aware| per qrels query.")
     ui.download_csv(gaps, "ranklens-tie-gaps.csv", key="dl-gaps")
 
@@ -301,7 +304,8 @@ def show_tie_report() -> None:
 
 def show_tie_groups() -> None:
     stats = {r.name: cache.tie_statistics(r, qrels, rel_level) for r in runs}
-    st.plotly_chart(tie_size_histogram({k: v.size_distribution for k, v in stats.items()}), key="hist")
+    sizes = {k: v.size_distribution for k, v in stats.items()}
+    show_figure(tie_size_histogram(sizes), key="hist", name="ranklens-tie-group-sizes")
     ties = reports.tie_table(stats)
     percent = st.column_config.NumberColumn(format="percent")
     config = dict.fromkeys(reports.TIE_SHARES, percent)

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from core.bands import band
-from core.charts.metrics import FLIP_COLOR, FLIP_SIGN, tie_range_figure
+from core.charts.metrics import FLIP_COLOR, FLIP_SIGN, TRADITIONAL_MARK, tie_range_figure
 from core.reports import metrics as reports
 
 
@@ -92,7 +92,7 @@ def test_tie_range_figure():
     assert bar["base"] == [0.52, 0.40, 0.30] and np.allclose(bar["x"], [0.06, 0.30, 0.0])
     assert tied["x"] == [0.56, 0.50, 0.30] and tied["name"] == "tie-aware"
     assert trad["x"] == [0.55, 0.60, 0.30] and trad["name"] == "traditional (trec_eval order)"
-    assert trad["marker"]["line"]["color"] == [FLIP_COLOR, FLIP_COLOR, "#1f2a37"]
+    assert trad["marker"]["line"]["color"] == [FLIP_COLOR, FLIP_COLOR, TRADITIONAL_MARK]
     assert legend["name"].startswith(FLIP_SIGN)
     assert fig["layout"]["yaxis"]["autorange"] == "reversed"
     lo, hi = fig["layout"]["xaxis"]["range"]

@@ -16,7 +16,7 @@ from core.charts import PALETTE, base_layout, wrap_label
 TRADITIONAL_COLOR = "#8fa3b8"
 TIE_AWARE_COLOR = "#e07b39"
 RANGE_COLOR = "rgba(224,123,57,0.28)"
-TRADITIONAL_MARK = "#1f2a37"
+TRADITIONAL_MARK = "#3b6ea8"  # readable on the light and the dark theme (`core.charts.template_for`)
 FLIP_COLOR = "#c0392b"
 FLIP_SIGN = "⇅"
 
