@@ -24,7 +24,8 @@ the scripted delay.
    two orders run together).
 
 Default (reduced): RankGPT 20 queries x 100 candidates, TourRank-2 10 x 100, PRP-Sliding-1
-4 x 20, Setwise 8 x 20 (full sort) and 4 x 100 (top_k=10), AcuRank 10 x 100. Setwise and
+4 x 20, Setwise 8 x 20 (full sort) and 4 x 100 (top_k=10), AcuRank 10 x 100, first-token
+scoring 20 x 100 (windows as RankGPT, one max_tokens=1 / top_logprobs=20 call each). Setwise and
 AcuRank make answer-dependent numbers of calls: their rows give the actual calls with the
 bounds stated before the run, and the ideal uses the actual calls and the longest actual chain
 of batches (every setwise call; AcuRank rounds). ``--full``: the issue's 100 queries x 100 candidates for RankGPT and
@@ -33,7 +34,13 @@ TourRank-2 at concurrency 1, 8 and 32, and PRP-Sliding-1 (``passes=1``, 19,800 c
 100 at 1, 8 and 32 (the default ``passes=10`` is 198,000 calls: ideal
 82 min at concurrency 8, 21 min at 32; one pass at concurrency 1 would take 66 min).
 
-    .venv/bin/python bench/rerank.py [--full] [--delay 0.2] [--reps 5] [--only overhead|wall]
+4. Several endpoints (``--only endpoints``): RankGPT 20 x 100 at concurrency 32 over one
+   endpoint and over two, each capped at ``--endpoint-cap`` (4) requests in flight, then two
+   with one server process killed halfway: calls (per endpoint), failed attempts, failed
+   queries, wall and ideal.
+
+    .venv/bin/python bench/rerank.py [--full] [--delay 0.2] [--reps 5] [--only overhead|wall|endpoints]
+        [--strategies rankgpt,firsttoken,...] [--endpoint-queries 20] [--endpoint-cap 4]
 """
 
 from __future__ import annotations
@@ -158,14 +165,14 @@ def candidates(n_queries: int, n_docs: int, seed: int = 0) -> Any:
     return CandidateSet(tuple(qs), "bench")
 
 
-def provider(url: str, cache_dir: str | None = None) -> Any:
+def provider(url: str | list[str], cache_dir: str | None = None, **kw: Any) -> Any:
+    """The OpenAI provider on ``url`` (several: an endpoint pool), no retries unless ``retry``."""
     from core.rerank import ReplyCache, RetryPolicy
     from core.rerank.openai_provider import OpenAIProvider
 
     cache = ReplyCache(cache_dir, enabled=True) if cache_dir else ReplyCache("/nonexistent", enabled=False)
-    return OpenAIProvider(
-        model="bench", api_key="sk-bench", base_url=url, timeout=30.0, retry=RetryPolicy(max_retries=0), cache=cache
-    )
+    kw.setdefault("retry", RetryPolicy(max_retries=0))
+    return OpenAIProvider(model="bench", api_key="sk-bench", base_url=url, timeout=30.0, cache=cache, **kw)
 
 
 def load() -> str:
@@ -436,13 +443,71 @@ def wall_table(configs: list[tuple[str, int, int, dict[str, Any], tuple[int, ...
     return pd.DataFrame(rows)
 
 
+# ---- 4. several endpoints ----------------------------------------------------------------------
+def endpoints_table(delay: float, n_queries: int, cap: int, concurrency: int) -> Any:
+    """RankGPT (window 20, stride 10) on ``n_queries`` x 100 over one endpoint, then two, each
+    capped at ``cap`` requests in flight (``concurrency`` overall), then two with the second
+    endpoint's server process killed (SIGKILL) halfway through the two-endpoint ideal time.
+    Ideal = max(calls x delay / min(concurrency, endpoints x cap), depth x delay); the killed row
+    has no ideal (it depends on when the endpoint dies). Retries: 2 (the pool sends a failed
+    attempt to the live endpoint)."""
+    import pandas as pd
+
+    from core.rerank import RetryPolicy, estimate_calls, rerank_candidates, sequential_depth
+
+    cands = candidates(n_queries, 100)
+    calls = n_queries * estimate_calls("rankgpt", 100)
+    depth = sequential_depth("rankgpt", 100)
+    kill_at = max(calls * delay / min(concurrency, 2 * cap), depth * delay) / 2
+    rows = []
+    for label, n_endpoints, kill in (("1 endpoint", 1, False), ("2 endpoints", 2, False), ("2, one killed", 2, True)):
+        servers = [ServerProcess(delay) for _ in range(n_endpoints)]
+        try:
+            urls = [srv.base_url.rstrip("/") for srv in servers]
+            ideal = max(calls * delay / min(concurrency, n_endpoints * cap), depth * delay)
+            p = provider(urls, retry=RetryPolicy(max_retries=2), endpoint_concurrency=cap)
+            timer = threading.Timer(kill_at, servers[-1].proc.kill)
+            if kill:
+                timer.start()
+            t0 = time.perf_counter()
+            res = rerank_candidates(cands, "rankgpt", p, concurrency=concurrency, max_chars=None)
+            wall = time.perf_counter() - t0
+            timer.cancel()
+            per = {u.endpoint: u.calls for u in res.endpoints}
+            rows.append(
+                {
+                    "endpoints": label,
+                    "queries x docs": f"{n_queries} x 100",
+                    "cap/endpoint": cap,
+                    "concurrency": concurrency,
+                    "calls": res.usage.calls,
+                    "calls per endpoint": " / ".join(str(per.get(u, 0)) for u in urls),
+                    "failed attempts": sum(u.failures for u in res.endpoints),
+                    "failed queries": len(res.errors),
+                    "wall_s": round(wall, 2),
+                    "ideal_s": "-" if kill else round(ideal, 2),
+                    "wall/ideal": "-" if kill else round(wall / ideal, 3),
+                }
+            )
+            print(f"  {rows[-1]}  [{load()}]", flush=True)
+        finally:
+            for srv in servers:
+                if srv.proc.poll() is None:
+                    srv.__exit__()
+                else:
+                    srv.proc.wait()
+    return pd.DataFrame(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--full", action="store_true", help="the issue's 100 x 100 configuration (long)")
     ap.add_argument("--delay", type=float, default=0.2, help="server reply delay in seconds (wall-time table)")
     ap.add_argument("--reps", type=int, default=5, help="repetitions of the overhead measurement")
     ap.add_argument("--overhead-queries", type=int, default=20, help="queries per overhead run (x 100 candidates)")
-    ap.add_argument("--only", choices=("overhead", "wall"), help="run one part only")
+    ap.add_argument("--only", choices=("overhead", "wall", "endpoints"), help="run one part only")
+    ap.add_argument("--endpoint-queries", type=int, default=20, help="queries of the several-endpoints table")
+    ap.add_argument("--endpoint-cap", type=int, default=4, help="requests in flight per endpoint (endpoints table)")
     ap.add_argument("--strategies", help="comma-separated: only these rows of the wall-time table")
     ap.add_argument("--serve", type=float, metavar="DELAY", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -476,6 +541,7 @@ def main() -> int:
                 ("prp", 100, 100, {"passes": 1}, (8, 32)),
                 ("setwise", 100, 100, {"top_k": 10}, (8, 32)),
                 ("acurank", 100, 100, {}, (1, 8, 32)),
+                ("firsttoken", 100, 100, {}, (1, 8, 32)),
             ]
         else:
             configs = [
@@ -485,6 +551,7 @@ def main() -> int:
                 ("setwise", 8, 20, {}, (1, 8, 32)),
                 ("setwise", 4, 100, {"top_k": 10}, (1, 8, 32)),
                 ("acurank", 10, 100, {}, (1, 8, 32)),
+                ("firsttoken", 20, 100, {}, (1, 8, 32)),
             ]
         if args.strategies:
             keep = {s.strip() for s in args.strategies.split(",")}
@@ -494,6 +561,16 @@ def main() -> int:
         table = wall_table(configs, args.delay)
         print(
             f"\nWall time vs ideal (server reply delay {args.delay * 1000:.0f} ms; "
+            f"{time.perf_counter() - t0:.0f} s; end: {load()})"
+        )
+        print(table.to_string(index=False))
+
+    if args.only in (None, "endpoints"):
+        print(f"\nSeveral endpoints (server reply delay {args.delay * 1000:.0f} ms):", flush=True)
+        t0 = time.perf_counter()
+        table = endpoints_table(args.delay, args.endpoint_queries, args.endpoint_cap, 32)
+        print(
+            f"\nSeveral endpoints (server reply delay {args.delay * 1000:.0f} ms; "
             f"{time.perf_counter() - t0:.0f} s; end: {load()})"
         )
         print(table.to_string(index=False))
