@@ -101,7 +101,7 @@ def test_evaluate_cli_same_text(tmp_path, small_shards, capsys, fmt):
     assert main([*args, *fmt, "--rel-level", "2", "--engine", "stream"]) == 0
     stream = capsys.readouterr()
     assert stream.out == memory.out
-    assert "shards: " in stream.err and "partition: " in stream.err
+    assert "shards: " in stream.err and "read: " in stream.err
     warnings = [line for line in stream.err.splitlines() if line.startswith("warning:")]
     assert warnings == memory.err.splitlines()
 

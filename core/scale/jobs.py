@@ -126,7 +126,7 @@ def evaluate_files(
                 return _evaluate_grouped(paths[0], qrels, parsed, ties, rel_level, runner, report, rows, size)
             except NotGroupedError as exc:
                 if report is not None:
-                    print(f"partition: {exc}; partitioning by query", file=report.out, flush=True)
+                    print(f"read: {exc}; partitioning by query", file=report.out, flush=True)
         with temporary_shards() as root:
             shards = partition(paths, root, progress=report, shard_rows=rows, chunk_bytes=size)
             meta = _meta(shards, "error")
@@ -179,10 +179,13 @@ def _evaluate_grouped(
             yield table, meta, sub, parsed, ties, rel_level
 
     started = time.monotonic()
-    for s, result in enumerate(runner.map(evaluate_shard, calls())):
-        scores.add(positions[s], result)
+    done = 0
+    for done, result in enumerate(runner.map(evaluate_shard, calls()), start=1):
+        scores.add(positions[done - 1], result)
         if report is not None:
-            report.shards(s + 1, 0, started)
+            report.shards(done, 0, started)
+    if report is not None:
+        report.shards(done, 0, started, final=True)
     if not meta_box:
         raise DataError("the input has no data rows", file=spec, expected="at least one result")
     return scores.evaluation(list(meta_box[0].names), parsed, ties, rel_level)

@@ -90,14 +90,18 @@ class Progress:
             share = done_bytes / total_bytes if total_bytes else 1.0
             elapsed = time.monotonic() - self.start
             print(
-                f"partition: {rows:,} rows read ({share:.0%}), {elapsed:.1f}s, ETA {self._eta(elapsed, share)}",
+                f"read: {rows:,} rows ({share:.0%}), {elapsed:.1f}s, ETA {self._eta(elapsed, share)}",
                 file=self.out,
                 flush=True,
             )
 
     def shards(self, done: int, total: int, started: float, *, final: bool = False) -> None:
+        """``total`` 0: not known yet (shards cut while reading; the read line has the ETA)."""
         if self._due(final):
             elapsed = time.monotonic() - started
+            if not total:
+                print(f"shards: {done} done, {elapsed:.1f}s", file=self.out, flush=True)
+                return
             print(
                 f"shards: {done}/{total} done, {elapsed:.1f}s, ETA {self._eta(elapsed, done / max(total, 1))}",
                 file=self.out,
