@@ -134,22 +134,16 @@ def link(url_path: str, params: dict[str, list[str]]) -> str:
 
 def settings() -> dict[str, Any]:
     """What a saved workspace stores besides the datasets (see the module docstring)."""
-    return settings_of(st.session_state)
+    saved = {slot.key: slot.get() for slot, _ in SAVED_SLOTS if slot.present()}
+    return settings_of(state.VIEWS.get(), state.LAST_PAGE.get(), saved)
 
 
-def settings_of(session: Any) -> dict[str, Any]:
-    """`settings` read from a session-state mapping (``st.session_state``, or an AppTest's)."""
-    views = session.get(state.VIEWS.key, {})
-    page = session.get(state.LAST_PAGE.key)
-    if page is None or page not in views:
-        page = DATA_PAGE
+def settings_of(views: dict[str, dict[str, list[str]]], last_page: str | None, slots: dict[str, Any]) -> dict[str, Any]:
+    """`settings` from the remembered views, the last page other than Data and the selections
+    (by slot key): the link is ``last_page``'s view, else the Data page's."""
+    page = last_page if last_page is not None and last_page in views else DATA_PAGE
     query = views.get(page, {})
-    slots = {}
-    for slot, _ in SAVED_SLOTS:
-        if slot.key in session:
-            value = session[slot.key]
-            slots[slot.key] = sorted(value) if isinstance(value, set) else value
-    return {"link": link(page, query), "page": page, "query": query, "pages": dict(views), "slots": slots}
+    return {"link": link(page, query), "page": page, "query": query, "pages": dict(views), "slots": dict(slots)}
 
 
 def saver() -> Callable[[], bytes]:

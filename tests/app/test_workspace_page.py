@@ -74,7 +74,12 @@ def session_with_uploads() -> AppTest:
 def test_save_new_session_open_gives_identical_pages():
     at = session_with_uploads()
     assert "Save workspace" in [b.label for b in at.get("download_button")]
-    settings = links.settings_of(at.session_state)
+    session = at.session_state
+    settings = links.settings_of(
+        session["_views"],
+        session["_last_page"],
+        {slot.key: session[slot.key] for slot, _ in links.SAVED_SLOTS if slot.key in session},
+    )
     assert settings["page"] == "evaluate" and settings["link"].startswith("/evaluate")
     assert settings["slots"]["sel_qrels"] == "small"
     raw = save_workspace(at.session_state["workspace"], settings=settings)
