@@ -133,7 +133,9 @@ if kind == "run":
     qrels = ui.active_qrels()
     if qrels is not None:
         for note in coverage_warnings(obj, qrels):
-            st.warning(f"Against **{qrels.name}**: {note}", icon=":material/warning:")
+            st.warning(
+                f"Against **{ui.escape_markdown(qrels.name)}**: {ui.escape_markdown(note)}", icon=":material/warning:"
+            )
     scores = cache.score_range(obj)
     st.caption(
         f"Scores from {scores.low:.6g} to {scores.high:.6g}; "

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.charts import PALETTE, base_layout
+from core.charts import PALETTE, base_layout, html_label
 
 #: a sweep's ``policy`` -> its legend name: the pages' one vocabulary (every traditional order
 #: is "traditional", ``expected`` is "tie-aware")
@@ -90,11 +90,11 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
             xs.append(n_in)
             ys.append(frank)
         hover = "<br>".join(
-            f"{r.input}: rank {'-' if pd.isna(r.input_rank) else int(r.input_rank)}, contribution {r.contribution:.4g}"
+            f"{html_label(r.input)}: rank {'-' if pd.isna(r.input_rank) else int(r.input_rank)}, contribution {r.contribution:.4g}"
             for r in rows.itertuples()
         )
         text = (
-            f"<b>{doc}</b>{' (relevant)' if doc in relevant else ''}<br>fused rank {int(frank)}, "
+            f"<b>{html_label(doc)}</b>{' (relevant)' if doc in relevant else ''}<br>fused rank {int(frank)}, "
             f"score {rows['fused_score'].iloc[0]:.6g}<br>{hover}"
         )
         colour = colours.get(doc, "#b0b7bf")
@@ -103,7 +103,7 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
                 x=xs,
                 y=ys,
                 mode="lines+markers",
-                name=str(doc),
+                name=html_label(doc),
                 showlegend=False,
                 line=dict(color=colour, width=2 if in_fused else 1, dash="solid" if in_fused else "dot"),
                 marker=dict(size=9, symbol="circle" if doc in relevant else "circle-open", color=colour),
@@ -113,12 +113,12 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
         )
     fig.update_layout(
         **base_layout(
-            title=f"Query {qid}: where each document moved (top {depth})",
+            title=f"Query {html_label(qid)}: where each document moved (top {depth})",
             height=max(360, 24 * depth + 120),
             xaxis=dict(
                 tickmode="array",
                 tickvals=list(range(n_in + 1)),
-                ticktext=[*inputs, "<b>fused</b>"],
+                ticktext=[*map(html_label, inputs), "<b>fused</b>"],  # run names and ids are user text
                 range=[-0.5, n_in + 0.9],
                 showgrid=False,
             ),
@@ -166,6 +166,7 @@ def k_sweep_figure(sweep: pd.DataFrame, metric: str, chosen_k: float | None = No
 
 def weight_sweep_figure(sweep: pd.DataFrame, metric: str, names: tuple[str, str]) -> go.Figure:
     """Metric vs alpha, the first run's weight (the second gets 1 - alpha)."""
+    names = (html_label(names[0]), html_label(names[1]))  # run names are user text
     fig = go.Figure()
     for i, (policy, frame) in enumerate(sweep.groupby("policy", sort=False)):
         fig.add_trace(

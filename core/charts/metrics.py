@@ -11,7 +11,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from core.charts import PALETTE, base_layout, wrap_label
+from core.charts import PALETTE, base_layout, html_label, wrap_label
 
 TRADITIONAL_COLOR = "#8fa3b8"
 TIE_AWARE_COLOR = "#e07b39"
@@ -138,7 +138,7 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, tradition
     fig = make_subplots(rows=rows, cols=cols, subplot_titles=metrics, vertical_spacing=0.18, horizontal_spacing=0.07)
     for i, metric in enumerate(metrics):
         sub = table[table["metric"] == metric]
-        labels = [wrap_label(r) for r in sub["run"]]
+        labels = [wrap_label(html_label(r)) for r in sub["run"]]  # run names are user text
         r, c = i // cols + 1, i % cols + 1
         fig.add_trace(
             go.Bar(
@@ -205,9 +205,9 @@ def tie_gap_scatter(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
                 x=sub["tie_ratio"],
                 y=sub["gap"],
                 mode="markers",
-                name=str(run),
+                name=html_label(run),
                 marker=dict(color=PALETTE[i % len(PALETTE)], size=8, opacity=0.75, line=dict(width=0.5, color="white")),
-                customdata=np.stack([sub["qid"], sub["traditional"], sub["expected"]], axis=1),
+                customdata=np.stack([[html_label(q) for q in sub["qid"]], sub["traditional"], sub["expected"]], axis=1),
                 hovertemplate=(
                     "query %{customdata[0]}<br>tie ratio %{x:.2f}<br>"
                     f"{_gap_name(metric_label)} = "
@@ -255,10 +255,15 @@ def gap_vs_tie_size(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
                 x=sub["max_group"].tolist(),
                 y=sub["gap"].tolist(),
                 mode="markers",
-                name=str(run),
+                name=html_label(run),
                 marker=dict(color=PALETTE[i % len(PALETTE)], size=8, opacity=0.6, line=dict(width=0.5, color="white")),
                 customdata=list(
-                    zip(sub["qid"].tolist(), sub["traditional"].tolist(), sub["expected"].tolist(), strict=True)
+                    zip(
+                        map(html_label, sub["qid"].tolist()),
+                        sub["traditional"].tolist(),
+                        sub["expected"].tolist(),
+                        strict=True,
+                    )
                 ),
                 hovertemplate=(
                     "query %{customdata[0]}<br>largest tie %{x}<br>"
@@ -301,7 +306,7 @@ def gap_histogram(frame: pd.DataFrame, metric_label: str = "RR", bins: int = 30)
                 x=centres.tolist(),
                 y=counts.tolist(),
                 width=widths.tolist(),
-                name=str(run),
+                name=html_label(run),
                 marker_color=PALETTE[i % len(PALETTE)],
                 opacity=0.6 if frame["run"].nunique() > 1 else 0.85,
                 customdata=np.stack([edges[:-1], edges[1:]], axis=1).tolist(),

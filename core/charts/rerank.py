@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.charts import PALETTE, base_layout
+from core.charts import PALETTE, base_layout, html_label
 
 GRADE_COLORS = {0: "#b8c2cc", 1: "#8fb3d9", 2: "#3b6ea8", 3: "#1b3f6b"}
 
@@ -20,7 +20,8 @@ def movement_figure(
     title: str = "Before → after",
 ) -> go.Figure:
     """Slope chart: one line per document from its first-stage rank to its reranked rank
-    (1 = top, drawn at the top); colour = relevance grade when known."""
+    (1 = top, drawn at the top); colour = relevance grade when known. Docids and ``title``
+    (user text) are HTML-escaped (`html_label`)."""
     grades = grades or {}
     pos_b = {d: i + 1 for i, d in enumerate(before)}
     pos_a = {d: i + 1 for i, d in enumerate(after)}
@@ -33,7 +34,7 @@ def movement_figure(
                 continue
             xs += ["before", "after", None]
             ys += [pos_b.get(d), pos_a[d], None]
-            text += [d, d, None]
+            text += [html_label(d), html_label(d), None]
         label = f"grade {grade}" if grade >= 0 else "unjudged"
         fig.add_trace(
             go.Scatter(
@@ -47,7 +48,7 @@ def movement_figure(
             )
         )
     depth = max(len(before), len(after), 1)
-    fig.update_layout(**base_layout(title=title, height=520))
+    fig.update_layout(**base_layout(title=html_label(title), height=520))
     fig.update_yaxes(autorange="reversed", title="rank", range=[min(depth, top or depth) + 0.5, 0.5])
     return fig
 

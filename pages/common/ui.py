@@ -82,7 +82,7 @@ def upload_callback(kind: str, base: str) -> None:
     for f in state.files_of(state.uploader_key(base)):
         names, error = ingest(kind, f.name, f.getvalue(), base)
         if error:
-            message("error", error)
+            message("error", escape_markdown(error))
             failed = True
         elif names:
             ws = workspace()
@@ -134,7 +134,7 @@ def rename_dataset(kind: str, old: str, input_key: str) -> None:
     try:
         new = workspace().rename(kind, old, new)
     except ValueError as exc:
-        message("error", str(exc))
+        message("error", escape_markdown(str(exc)))
         return
     if kind == "run":
         state.SEL_RUNS.set([new if n == old else n for n in state.SEL_RUNS.get()])

@@ -1,0 +1,157 @@
+"""User text is rendered as text (issue 12): hostile names, ids, lines and texts reach no
+Markdown or Plotly HTML unescaped, on any page.
+
+Hostile datasets are loaded through the app's own upload paths (a run whose tag, qids and docids
+are Markdown/HTML, qrels under a hostile file name, a bad run whose error quotes a hostile line,
+votes whose model names are Markdown/HTML with links, rerank candidates with hostile query text,
+docids and passages), every page is opened, and then:
+
+* every Markdown-rendering body (markdown, captions, alerts, toasts, titles, expander and tab
+  labels) holding a payload holds it escaped (`pages.common.ui.escape_markdown`: no raw ``![``,
+  ``](``, ``<img``, ``**`` from the payload; code spans, which render literally, are skipped);
+* every string of every Plotly figure holding a payload holds no raw ``<`` of it (HTML-escaped).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+
+from streamlit.testing.v1 import AppTest
+
+from tests.app.conftest import open_page
+from tests.app.test_uploads_sniffing import upload
+
+HOST = "http://127.0.0.1:9"
+#: no spaces: fits a TREC field (a run tag, a qid, a docid)
+TOKEN = f"![p]({HOST}/p.png)<img/src={HOST}/i.png>[l]({HOST}/l)**bold**"
+#: with spaces and a Plotly-style link: model names, query and passage text
+PHRASE = f'm ![p]({HOST}/m.png) <img src="{HOST}/i.png"> <a href="{HOST}/a">a</a> [l]({HOST}/l) **bold**'
+#: a file name (no slash)
+FILENAME = "![f](f.png)<img src=f.png>[l](l)**bold**.qrels"
+#: what only the payloads contain (a body with one of these holds a payload)
+SIGNS = ("127.0.0.1:9", "f.png", "**bold", "\\*\\*bold")
+#: the payload's Markdown/HTML, unescaped
+RAW = re.compile(r"!\[|(?<!\\)\]\(|(?<!\\)<(img|a)\b|(?<![\\*])\*\*bold")
+#: the payload's HTML, unescaped (Plotly renders a subset of HTML, links included)
+RAW_HTML = re.compile(r"<(img|a)\b")
+CODE_SPAN = re.compile(r"`[^`]*`")
+
+RUN = "".join(
+    f"{q} Q0 {d} {r} {s} {TOKEN}\n"
+    for q, docs in (("q1", ("d1", f"d-{TOKEN}", "d3")), (f"q-{TOKEN}", ("d1", "d2", "d3")))
+    for r, (d, s) in enumerate(zip(docs, (3.0, 2.0, 2.0), strict=True), start=1)
+).encode()
+QRELS = f"q1 0 d-{TOKEN} 1\nq1 0 d1 0\nq-{TOKEN} 0 d2 1\n".encode()
+BAD_RUN = f"q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2{TOKEN} 1.0 r\n".encode()  # the rank field is quoted
+VOTES = (
+    "model_a,model_b,winner\n"
+    + "".join(f'"{PHRASE}",plain,{w}\nplain,"{PHRASE} 2",{w}\n' for w in ("model_a", "model_b", "tie", "model_a"))
+    + f'"{PHRASE} 2","{PHRASE}",model_a\n'
+).encode()
+CANDIDATES = "".join(
+    json.dumps(
+        {
+            "qid": f"u{i}",
+            "query": PHRASE,
+            "candidates": [{"docid": f"d-{TOKEN}", "text": PHRASE}, {"docid": "d2", "text": "plain text"}],
+        }
+    )
+    + "\n"
+    for i in range(2)
+).encode()
+
+
+def _markdown_bodies(at: AppTest) -> Iterator[tuple[str, str]]:
+    """(element type, body) of every element whose body Streamlit renders as Markdown."""
+    for kind in ("markdown", "caption", "error", "warning", "info", "success", "toast", "title", "header", "subheader"):
+        for element in at.get(kind):
+            yield kind, str(getattr(element, "value", "") or getattr(element.proto, "body", ""))
+    for element in at.get("expander"):
+        yield "expander label", str(element.label)
+    for element in at.get("tab"):
+        yield "tab label", str(element.label)
+    for element in at.get("metric"):
+        yield "metric label", str(element.label)
+
+
+def _figure_strings(at: AppTest) -> Iterator[tuple[str, str]]:
+    """(figure title, string) of every string in every Plotly figure."""
+
+    def walk(value: object) -> Iterator[str]:
+        if isinstance(value, str):
+            yield value
+        elif isinstance(value, dict):
+            for v in value.values():
+                yield from walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                yield from walk(v)
+
+    for chart in at.get("plotly_chart"):
+        spec = json.loads(chart.proto.spec)
+        title = (spec.get("layout", {}).get("title") or {}).get("text", "")
+        for text in walk(spec):
+            yield title, text
+
+
+def assert_rendered_as_text(at: AppTest, page: str) -> int:
+    """Fail on any payload rendered unescaped; how many bodies and labels held a payload."""
+    assert not at.exception, [e.value for e in at.exception]
+    seen = 0
+    for kind, body in _markdown_bodies(at):
+        if any(s in body for s in SIGNS):
+            seen += 1
+            bare = CODE_SPAN.sub("", body)
+            assert not RAW.search(bare), f"{page}: {kind} renders a payload unescaped: {body[:400]!r}"
+    for title, text in _figure_strings(at):
+        if any(s in text for s in SIGNS):
+            seen += 1
+            assert not RAW_HTML.search(text), f"{page}: figure {title!r} holds raw HTML: {text[:300]!r}"
+    return seen
+
+
+def _load_hostile(at: AppTest) -> AppTest:
+    open_page(at, "data")
+    upload(at, "Upload runs", "hostile.trec", RUN)
+    upload(at, "Upload runs", "hostile2.trec", RUN.replace(b"**bold**\n", b"**bold**2\n"))  # Fusion fuses these
+    upload(at, "Upload qrels", FILENAME, QRELS)
+    upload(at, "Upload runs", f"bad-{FILENAME}.trec", BAD_RUN)  # the error quotes the hostile line
+    assert any("bold" in e.value for e in at.error), [e.value for e in at.error]
+    assert_rendered_as_text(at, "data (after uploads)")
+    return at
+
+
+def test_every_page_renders_hostile_text_as_text(app):
+    at = _load_hostile(app)
+    seen = 0
+    for page in ("home", "data", "metrics", "fusion"):
+        open_page(at, page)
+        seen += assert_rendered_as_text(at, page)
+    # the Data page's inspector on the hostile run and qrels
+    open_page(at, "data")
+    at.selectbox(key="inspect_kind").set_value("run").run()
+    name = next(n for n in at.selectbox(key="inspect_name").options if "bold" in n)
+    at.selectbox(key="inspect_name").set_value(name).run()
+    seen += assert_rendered_as_text(at, "data (inspector)")
+    # the leaderboard on hostile model names
+    open_page(at, "leaderboard")
+    upload(at, "Votes file", f"votes-{FILENAME}.csv", VOTES)
+    seen += assert_rendered_as_text(at, "leaderboard")
+    upload(at, "Votes file", f"badvotes-{FILENAME}.csv", b"model_a,model_b,winner\n" + PHRASE.encode() + b"\n")
+    assert at.error
+    seen += assert_rendered_as_text(at, "leaderboard (bad votes)")
+    assert seen > 10  # the payloads did reach the pages
+
+
+def test_rerank_page_renders_hostile_candidates_as_text(app):
+    at = open_page(app, "rerank")
+    at.get("file_uploader")[0].set_value(("cands.jsonl", CANDIDATES, "application/json")).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert_rendered_as_text(at, "rerank (upload)")
+    at.button(key="rr_run").click().run()
+    seen = assert_rendered_as_text(at, "rerank (after the run)")
+    at.get("file_uploader")[0].set_value((f"bad-{FILENAME}.jsonl", PHRASE.encode() + b"\n", "text/plain")).run()
+    seen += assert_rendered_as_text(at, "rerank (bad upload)")
+    assert seen > 0
