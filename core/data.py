@@ -387,9 +387,26 @@ class KeyIndex:
         return np.where(fits, packed, np.uint64(2**64 - 1))
 
     def duplicate_pair(self, qid_codes: np.ndarray, docid: pa.Array) -> tuple[int, int] | None:
-        """Rows ``(first, second)`` of a docid repeated within one query, or None."""
+        """Rows ``(first, second)`` of a docid repeated within one query, or None: the first
+        duplicated pair of the file, i.e. the repeated docid whose second row comes first, with
+        its first row (the sort is not stable: each repeated key's rows are ordered here)."""
         hits = np.flatnonzero(self.sorted_keys[1:] == self.sorted_keys[:-1])
-        for h in hits:
+        if not len(hits):
+            return None
+        rows = np.concatenate([self.order[hits], self.order[hits + 1]])
+        keys = np.concatenate([self.sorted_keys[hits], self.sorted_keys[hits]])
+        by = np.lexsort((rows, keys))  # only the rows of repeated keys: small
+        rows, keys = rows[by], keys[by]
+        new = np.ones(len(rows), dtype=bool)
+        new[1:] = (rows[1:] != rows[:-1]) | (keys[1:] != keys[:-1])
+        rows, keys = rows[new], keys[new]
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])  # each key's rows ascending
+        firsts, seconds = rows[starts], rows[starts + 1]
+        for g in np.argsort(seconds, kind="stable"):
+            i, j = int(firsts[g]), int(seconds[g])
+            if qid_codes[i] == qid_codes[j] and (self.exact or docid[i].as_py() == docid[j].as_py()):
+                return (i, j)
+        for h in hits:  # only when hashes of different docids collide: any repeated pair
             i, j = int(self.order[h]), int(self.order[h + 1])
             if qid_codes[i] == qid_codes[j] and (self.exact or docid[i].as_py() == docid[j].as_py()):
                 return (min(i, j), max(i, j))

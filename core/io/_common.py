@@ -6,6 +6,7 @@ import functools
 import io
 import json
 import os
+import re
 import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -180,6 +181,43 @@ def first_control_row(column: Any, *, space: bool = False) -> int | None:
     mask = pc.fill_null(pc.match_substring_regex(column, "[\\x00-\\x20]" if space else "[\\x00-\\x1f]"), False)
     index = pc.index(mask, True).as_py()
     return None if index is None or index < 0 else int(index)
+
+
+#: a C0 control character (NUL, tab, newline, ESC ...): never part of an id
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def json_id(value: object, role: str, file: str, line: int, where: str = "") -> str:
+    """A JSON id field (``role``: qid, docid ...) as text: a string or an integer, stripped,
+    non-empty and free of C0 control characters; anything else (null, bool, float, list,
+    object, ANSI escapes, NUL, tabs, newlines) is a `DataError` naming the file and line
+    (``where``: what the message says first, e.g. ``"query 'q1': candidate 2: "``)."""
+    expected = f"{role} as a JSON string or integer without control characters"
+    if value is None:
+        raise DataError(f"{where}missing {role} (null)", file=file, line=line, expected=expected)
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        kind = type(value).__name__.replace("dict", "object").replace("float", "number")
+        raise DataError(f"{where}{role} {quoted(value)} is a JSON {kind}", file=file, line=line, expected=expected)
+    text = str(value).strip()
+    if not text:
+        raise DataError(f"{where}empty {role}", file=file, line=line, expected=expected)
+    if _CONTROL.search(text):
+        message = f"{where}{role} {quoted(text)} contains a control character"
+        raise DataError(message, file=file, line=line, expected=expected)
+    return text
+
+
+def json_text(value: object, role: str, file: str, line: int) -> str:
+    """A JSON text field (``role``: prediction, reference ...): a string, or a number written as
+    text; null, a bool, a list or an object is a `DataError` naming the file and line."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return str(value)
+    kind = "null" if value is None else type(value).__name__.replace("dict", "object")
+    raise DataError(
+        f"{role} {quoted(value)} is a JSON {kind}", file=file, line=line, expected=f"{role} as a JSON string"
+    )
 
 
 def quoted(value: object, limit: int = 40) -> str:

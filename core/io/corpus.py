@@ -26,7 +26,7 @@ from typing import Any
 
 from core.data import Run
 from core.errors import DataError
-from core.io._common import Source, check_text, first_line, json_lines, load_bytes, strip_bom
+from core.io._common import Source, check_text, first_line, json_id, json_lines, json_text, load_bytes, strip_bom
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.ties import ordered_frame
 
@@ -67,7 +67,7 @@ def read_candidates(data: Source, *, filename: str | None = None, name: str | No
                     line=number,
                     expected='{"qid", "query", "candidates": [{"docid", "text"}]}',
                 )
-        qid = str(obj["qid"]).strip()
+        qid = json_id(obj["qid"], "qid", display, number)
         if not qid:
             raise DataError("empty qid", file=display, line=number, expected="a non-empty qid")
         if qid in seen:
@@ -94,7 +94,7 @@ def read_candidates(data: Source, *, filename: str | None = None, name: str | No
                     line=number,
                     expected='{"docid", "text"}',
                 )
-            docid = str(c["docid"]).strip()
+            docid = json_id(c["docid"], "docid", display, number, where=f"query {qid!r}: candidate {i}: ")
             if not docid:
                 raise DataError(f"query {qid!r}: candidate {i} has an empty docid", file=display, line=number)
             if docid in docs_seen:
@@ -190,9 +190,7 @@ def read_text_table(data: Source, role: str, *, filename: str | None = None) -> 
     lines: dict[str, int] = {}
     for number, row in rows:
         row = {str(k).lower(): v for k, v in row.items()}
-        key = str(row.get(id_col, "")).strip()
-        if not key:
-            raise DataError(f"empty {id_role}", file=display, line=number, expected=f"a non-empty {id_role}")
+        key = json_id(row.get(id_col, ""), id_role, display, number)
         if key in out:
             raise DataError(
                 f"{id_role} {key!r} appears twice",
@@ -200,7 +198,8 @@ def read_text_table(data: Source, role: str, *, filename: str | None = None) -> 
                 lines=(lines[key], number),
                 expected=f"each {id_role} once",
             )
-        out[key], lines[key] = str(row.get(text_col) or ""), number
+        value = row.get(text_col)
+        out[key], lines[key] = ("" if value is None else json_text(value, text_role, display, number)), number
     return out
 
 

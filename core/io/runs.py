@@ -33,7 +33,9 @@ from core.io._common import (
     check_text,
     file_stem,
     first_control_row,
+    json_id,
     json_lines,
+    json_text,
     load_bytes,
     quoted,
     refuse_exhaustion,
@@ -725,8 +727,9 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
                     line=number,
                     expected='{"qid", "prediction", "reference" or "references"}',
                 )
-            refs = [str(r) for r in refs] if isinstance(refs, list) else [str(refs)]
-            records.append((str(obj["qid"]), str(obj["prediction"]), refs))
+            refs = [json_text(r, "reference", display, number) for r in (refs if isinstance(refs, list) else [refs])]
+            qid = json_id(obj["qid"], "qid", display, number)
+            records.append((qid, json_text(obj["prediction"], "prediction", display, number), refs))
     elif kind in ("csv", "tsv"):
         delimiter = "\t" if kind == "tsv" else ","
         reader = csv.DictReader(io.StringIO(raw.decode("utf-8")), delimiter=delimiter)
