@@ -28,8 +28,6 @@ from pages.common import cache, figures, state, ui
 UPLOAD_KEY = "lb_upload"
 #: table columns shown only on request (the table then fits beside the interval plot)
 WTL_COLUMNS = ("wins", "ties", "losses")
-#: the widget key of the "Intervals" choice (sandwich / bootstrap)
-SHOW_KEY = "lb_show"
 L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
 INTRO = (
     "Bradley-Terry ratings from pairwise votes, as the Chatbot Arena computes them: ties count as half a "
@@ -156,7 +154,7 @@ with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap
     )
     seed = int(b2.number_input("Seed", min_value=0, value=0, step=1, key="lb_seed"))
     with b3:
-        figures.image_format_picker()
+        image_format = figures.image_format_picker()
     show_wtl = st.checkbox(
         "Show wins, ties and losses in the table",
         key="lb_show_wtl",
@@ -207,14 +205,14 @@ if run_boot:
         st.stop()
     progress_slot.empty()
     state.LB_BOOTSTRAP.set(asked)
-    st.session_state[SHOW_KEY] = "bootstrap"
+    state.LB_SHOW.set("bootstrap")
 available = state.LB_BOOTSTRAP.get() == asked
-if SHOW_KEY not in st.session_state:
-    st.session_state[SHOW_KEY] = "bootstrap" if available else "sandwich"
+if not state.LB_SHOW.present():
+    state.LB_SHOW.set("bootstrap" if available else "sandwich")
 shown = top[1].segmented_control(
     "Intervals",
     ["sandwich", "bootstrap"],
-    key=SHOW_KEY,
+    key=state.LB_SHOW.key,
     format_func={"sandwich": "Sandwich", "bootstrap": "Bootstrap"}.get,
     help="Sandwich (robust) intervals are computed at once; bootstrap percentile intervals on demand.",
 )
@@ -306,7 +304,10 @@ with right:
     points = reports.plotted(lb)
     points = points[points["model"].isin(models)]
     figures.show_figure(
-        rating_intervals(points, title, pinned=tuple(pinned)), key="lb_fig_ratings", name=f"{stem}-ratings"
+        rating_intervals(points, title, pinned=tuple(pinned)),
+        key="lb_fig_ratings",
+        name=f"{stem}-ratings",
+        image_format=image_format,
     )
     if note := reports.not_estimable_note(lb):
         st.caption(ui.escape_markdown(note))
@@ -325,17 +326,24 @@ panes = st.tabs(["Win rate", "Battles", "Predicted", "Bootstrap", *(["Fitted vs 
 subset = models if len(models) >= 2 else table["model"].tolist()
 with panes[0]:
     figures.show_figure(
-        win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset)), key="lb_fig_winrate", name=f"{stem}-win-rate"
+        win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset)),
+        key="lb_fig_winrate",
+        name=f"{stem}-win-rate",
+        image_format=image_format,
     )
 with panes[1]:
     figures.show_figure(
-        battle_count_heatmap(reports.focus_matrix(lb.battles, subset)), key="lb_fig_battles", name=f"{stem}-battles"
+        battle_count_heatmap(reports.focus_matrix(lb.battles, subset)),
+        key="lb_fig_battles",
+        name=f"{stem}-battles",
+        image_format=image_format,
     )
 with panes[2]:
     figures.show_figure(
         predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset)),
         key="lb_fig_predicted",
         name=f"{stem}-predicted",
+        image_format=image_format,
     )
 with panes[3]:
     if lb.samples is None:
@@ -347,10 +355,13 @@ with panes[3]:
             bootstrap_distribution(lb.samples[pick], row.rating, row.ci_low, row.ci_high, pick),
             key="lb_fig_boot",
             name=f"{stem}-bootstrap",
+            image_format=image_format,
         )
 if truth:
     with panes[4]:
-        figures.show_figure(fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true")
+        figures.show_figure(
+            fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true", image_format=image_format
+        )
         st.caption(
             "The demo votes are drawn from these true strengths, so the fitted ratings should scatter "
             "around the diagonal within their intervals."

@@ -7,7 +7,7 @@
 - Downloads: Plotly's toolbar (the camera button) saves the figure in the browser, offline
   (plotly.js ships with Streamlit; nothing is rendered on the server). A toolbar has one image
   button, so its format is a choice: `image_format_picker` (PNG or SVG, widget key
-  `FORMAT_KEY`, shared by every figure of the page) sets it; without the picker it is PNG.
+  `FORMAT_KEY`) returns it and the page passes it to each `show_figure`; PNG by default.
   The file is named after the figure (``name``), at twice the screen resolution for PNG.
 """
 
@@ -21,7 +21,7 @@ import streamlit as st
 
 from core.charts import themed
 
-#: the widget key of `image_format_picker` (read by `show_figure`)
+#: the widget key of `image_format_picker`
 FORMAT_KEY = "fig_image_format"
 #: image formats the toolbar's download button can write, as the picker shows them
 IMAGE_FORMATS: dict[str, str] = {"png": "PNG", "svg": "SVG"}
@@ -61,20 +61,15 @@ def image_format_picker(label: str = "Figure downloads") -> str:
     return choice or "png"
 
 
-def current_image_format() -> str:
-    """The picker's choice (PNG when the page has no picker or nothing is chosen)."""
-    value = st.session_state.get(FORMAT_KEY)
-    return value if value in IMAGE_FORMATS else "png"
-
-
-def show_figure(fig: go.Figure, *, key: str | None = None, name: str = "ranklens") -> None:
+def show_figure(fig: go.Figure, *, key: str | None = None, name: str = "ranklens", image_format: str = "png") -> None:
     """Draw ``fig`` across the page's width under the active theme (`core.charts.themed`),
-    with the toolbar download of `figure_config` ``(name, current_image_format())``."""
+    with the toolbar download of `figure_config` ``(name, image_format)`` (a page with an
+    `image_format_picker` passes its choice)."""
     theme_type = st.context.theme.type
     st.plotly_chart(
         themed(fig, theme_type),
         width="stretch",
         theme="streamlit",
         key=key,
-        config=figure_config(name, current_image_format()),
+        config=figure_config(name, image_format),
     )

@@ -130,6 +130,9 @@ FUSE_RUNS: Slot[list[str]] = Slot("fuse_runs", list)
 LB_VOTES: Slot[str | None] = Slot("lb_votes", _none)
 #: uploaded votes already seen (a new one becomes the selection)
 LB_SEEN_UPLOADS: Slot[set[str]] = Slot("lb_seen_uploads", set)
+#: the "Intervals" choice (a widget key: "sandwich" / "bootstrap"), switched to the bootstrap
+#: when one finishes, before the widget is drawn
+LB_SHOW: Slot[str | None] = Slot("lb_show", _none)
 
 
 @dataclass(frozen=True)
