@@ -1,4 +1,5 @@
-"""The evaluation demo tells the tie story (issue 11), computed from the runs."""
+"""The evaluation demo tells the tie story (issue 11), computed from the runs by the same
+functions that write the sentence under Home's tie figure."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import pandas as pd
 
 from core.demo import load_demo
 from core.demo.evaluation import generate
-from core.demo.story import tie_story
 from core.metrics import evaluate_policies, parse_metrics
+from core.reports.metrics import flipped_runs, order_flips, tie_story
 
 
 def _table():
@@ -16,18 +17,18 @@ def _table():
 
 
 def test_demo_has_a_swap_and_a_wide_range_on_mrr10():
-    story = tie_story(_table(), "mrr@10")
-    assert story.swaps, "some pair of demo runs must change order between traditional and tie-aware"
-    top = story.swaps[0]
-    assert (top.above, top.below) == ("llm-judge (yes/no)", "bm25 (float scores)")
-    assert top.traditional_above > top.traditional_below and top.tie_aware_above < top.tie_aware_below
-    assert top.margin > 0.02
-    assert story.widest is not None and story.widest.run == "llm-judge (yes/no)"
-    assert story.widest.width > 0.7
-    assert set(story.swapped_runs) == {"llm-judge (yes/no)", "bm25 (float scores)"}
-    sentence = story.sentence()
-    assert "'llm-judge (yes/no)' beats 'bm25 (float scores)' traditionally" in sentence
-    assert f"{story.widest.low:.3f} to {story.widest.high:.3f}" in sentence
+    table = _table()
+    flips = order_flips(table, "mrr@10")
+    assert flips == [("llm-judge (yes/no)", "bm25 (float scores)")]
+    rows = table[table["metric"] == "mrr@10"].set_index("run")
+    judge, bm25 = rows.loc["llm-judge (yes/no)"], rows.loc["bm25 (float scores)"]
+    assert judge["trec"] - bm25["trec"] > 0.02 and bm25["expected"] - judge["expected"] > 0.02
+    width = rows["optimistic"] - rows["pessimistic"]
+    assert width.idxmax() == "llm-judge (yes/no)" and width.max() > 0.7
+    assert set(flipped_runs(flips)) == {"llm-judge (yes/no)", "bm25 (float scores)"}
+    sentence = tie_story(table, "mrr@10")
+    assert "llm-judge (yes/no) is ahead of bm25 (float scores) traditionally" in sentence
+    assert f"{rows.loc['llm-judge (yes/no)', 'pessimistic']:.4f} to" in sentence
 
 
 def test_demo_is_deterministic_and_keeps_the_first_four_runs():
@@ -58,6 +59,6 @@ def test_no_swap_when_orders_agree():
             "optimistic": [0.5, 0.6],
         }
     )
-    story = tie_story(table, "mrr@10")
-    assert story.swaps == () and story.widest is not None and story.widest.run == "b"
-    assert "no two runs change order" in story.sentence()
+    assert order_flips(table, "mrr@10") == []
+    sentence = tie_story(table, "mrr@10")
+    assert "keep the same order" in sentence and "widest tie range is b's" in sentence

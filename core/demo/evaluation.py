@@ -4,7 +4,8 @@ discretised like LLM outputs, from (almost) no ties to heavy ties, as in the G-R
 Every query has 40 candidates with a latent grade 0-3; each system scores them as
 ``quality * grade + noise`` and then rounds to its own output resolution.
 
-The story the demo tells (its numbers are computed, `core.demo.story.tie_story`): the fifth
+The story the demo tells (computed by `core.reports.metrics.order_flips` / `tie_story`, the
+sentence under Home's tie figure): the fifth
 run, an LLM judge answering yes/no (`JUDGE`), has two score values only, so its MRR@10 can be
 anything in a wide [pessimistic, optimistic] range (0.25-0.99); trec_eval's tie-break (docid
 descending) happens to draw high, so traditionally it beats ``bm25 (float scores)`` (0.766 vs
