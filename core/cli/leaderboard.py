@@ -123,6 +123,7 @@ def run(args: argparse.Namespace) -> int:
         scale=args.scale,
         base=args.base,
         init=args.init,
+        matrices=False,  # the CLI prints ratings only: no models x models battle / win-rate matrices
     )
     for d in lb.diagnostics:
         label = "warning" if d.level in ("warning", "error") else "note"
