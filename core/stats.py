@@ -16,7 +16,6 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
@@ -24,6 +23,8 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     diff = np.asarray(a, float) - np.asarray(b, float)
     if len(diff) < 2 or np.allclose(diff, diff[0], rtol=0, atol=1e-15):
         return 1.0 if len(diff) < 2 or abs(diff[0]) < 1e-15 else 0.0
+    from scipy import stats as sps  # imported on first use: scipy.stats takes seconds to import
+
     return float(sps.ttest_rel(a, b).pvalue)
 
 
