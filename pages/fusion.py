@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import streamlit as st
 
-from core.charts.fusion import k_sweep_figure, log_grid, movement_figure, weight_sweep_figure
+from core.charts.fusion import log_grid
 from core.demo.fusion import RETRIEVERS
 from core.errors import RankLensError
 from core.fusion import METHODS, NORMS, RANK_METHODS, TIE_ORDERS, FusionParams, provenance_wide
 from core.io import write_trec_run
-from core.metrics import parse_metrics, policy_table
+from core.metrics import parse_metrics
 from core.reports import fusion as reports
 from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption
 from core.ties import TRADITIONAL_ORDERS
@@ -136,7 +136,7 @@ if len(chosen) < 2:
 
 with st.expander("Weights", expanded=False):
     weights = tuple(
-        float(col.number_input(name, min_value=0.0, value=1.0, step=0.1, key=f"fuse_w_{name}"))
+        float(col.number_input(ui.escape_markdown(name), min_value=0.0, value=1.0, step=0.1, key=f"fuse_w_{name}"))
         for col, name in zip(st.columns(len(chosen)), chosen, strict=False)
     )
 
@@ -208,7 +208,7 @@ else:
 if qrels is not None and metric_names:
     metrics = parse_metrics(metric_names)
     every = (*runs, fused)
-    table = policy_table(cache.policy_evaluations(every, qrels, metrics, (trad, "expected")), metrics)
+    table = cache.policy_table(every, qrels, tuple(metrics), (trad, "expected"))
     shares = [cache.tie_statistics(r).share_queries_with_ties for r in every]
     out = reports.evaluation_table(table, [r.name for r in every], [m.name for m in metrics], shares, trad)
     styled = out.style.format("{:.4f}").format("{:.0%}", subset=["queries with ties"])
@@ -227,7 +227,9 @@ view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, value=1
 prov = cache.provenance(runs, params, qid)
 relevant = reports.relevant_docids(qrels, qid) if qrels is not None else set()
 show_figure(
-    movement_figure(prov, qid, depth=view_depth, relevant=relevant), key="fuse_movement", name=f"fusion-movement-{qid}"
+    cache.movement_figure(runs, params, qid, view_depth, frozenset(relevant)),
+    key="fuse_movement",
+    name=f"fusion-movement-{qid}",
 )
 st.caption(
     "Lines join each document's rank in every input to its fused rank; filled markers are relevant; "
@@ -254,7 +256,11 @@ sweep_metric = st.selectbox("Sweep metric", METRICS, key=state.FUSE_SWEEP_METRIC
 with st.spinner("Sweeping k…"):
     ks = cache.sweep_k(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order)
 chosen_k = k if method == "rrf" else None
-show_figure(k_sweep_figure(ks, sweep_metric, chosen_k=chosen_k), key="fuse_k_sweep", name="fusion-k-sweep")
+show_figure(
+    cache.k_sweep_figure(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order, chosen_k),
+    key="fuse_k_sweep",
+    name="fusion-k-sweep",
+)
 ui.download_csv(ks, "fusion_k_sweep.csv", key="dl-fuse-ksweep")
 if len(runs) != 2:
     st.caption("Pick exactly two runs to see the weight sweep.")
@@ -262,5 +268,11 @@ if len(runs) != 2:
 with st.spinner("Sweeping the weights…"):
     wsweep = cache.sweep_weight(runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order)
 names = (chosen[0], chosen[1])
-show_figure(weight_sweep_figure(wsweep, sweep_metric, names), key="fuse_w_sweep", name="fusion-weight-sweep")
+show_figure(
+    cache.weight_sweep_figure(
+        runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order, names
+    ),
+    key="fuse_w_sweep",
+    name="fusion-weight-sweep",
+)
 ui.download_csv(wsweep, "fusion_weight_sweep.csv", key="dl-fuse-wsweep")

@@ -7,7 +7,7 @@ votes whose model names are Markdown/HTML with links, rerank candidates with hos
 docids and passages), every page is opened, and then:
 
 * every Markdown-rendering body (markdown, captions, alerts, toasts, titles, expander and tab
-  labels) holding a payload holds it escaped (`pages.common.ui.escape_markdown`: no raw ``![``,
+  labels, widget labels, radio options) holding a payload holds it escaped (`pages.common.ui.escape_markdown`: no raw ``![``,
   ``](``, ``<img``, ``**`` from the payload; code spans, which render literally, are skipped);
 * every string of every Plotly figure holding a payload holds no raw ``<`` of it (HTML-escaped).
 """
@@ -32,8 +32,8 @@ PHRASE = f'm ![p]({HOST}/m.png) <img src="{HOST}/i.png"> <a href="{HOST}/a">a</a
 FILENAME = "![f](f.png)<img src=f.png>[l](l)**bold**.qrels"
 #: what only the payloads contain (a body with one of these holds a payload)
 SIGNS = ("127.0.0.1:9", "f.png", "**bold", "\\*\\*bold")
-#: the payload's Markdown/HTML, unescaped
-RAW = re.compile(r"!\[|(?<!\\)\]\(|(?<!\\)<(img|a)\b|(?<![\\*])\*\*bold")
+#: the payload's Markdown/HTML, unescaped (a bare URL is made a link by Streamlit's Markdown)
+RAW = re.compile(r"!\[|(?<!\\)\]\(|(?<!\\)<(img|a)\b|(?<![\\*])\*\*bold|https?://")
 #: the payload's HTML, unescaped (Plotly renders a subset of HTML, links included)
 RAW_HTML = re.compile(r"<(img|a)\b")
 CODE_SPAN = re.compile(r"`[^`]*`")
@@ -63,6 +63,25 @@ CANDIDATES = "".join(
 ).encode()
 
 
+#: widgets (labels rendered as Markdown)
+WIDGETS = (
+    "metric",
+    "number_input",
+    "text_input",
+    "text_area",
+    "selectbox",
+    "multiselect",
+    "checkbox",
+    "toggle",
+    "radio",
+    "slider",
+    "select_slider",
+    "button",
+    "download_button",
+    "file_uploader",
+)
+
+
 def _markdown_bodies(at: AppTest) -> Iterator[tuple[str, str]]:
     """(element type, body) of every element whose body Streamlit renders as Markdown."""
     for kind in ("markdown", "caption", "error", "warning", "info", "success", "toast", "title", "header", "subheader"):
@@ -72,8 +91,12 @@ def _markdown_bodies(at: AppTest) -> Iterator[tuple[str, str]]:
         yield "expander label", str(element.label)
     for element in at.get("tab"):
         yield "tab label", str(element.label)
-    for element in at.get("metric"):
-        yield "metric label", str(element.label)
+    for kind in WIDGETS:  # widget labels render Markdown too; so do radio options
+        for element in at.get(kind):
+            yield f"{kind} label", str(getattr(element.proto, "label", ""))
+            if kind == "radio":
+                for option in element.options:
+                    yield "radio option", str(option)
 
 
 def _figure_strings(at: AppTest) -> Iterator[tuple[str, str]]:

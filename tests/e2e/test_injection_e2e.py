@@ -1,0 +1,145 @@
+"""Browser test (issue 12): Markdown/HTML in user data makes the browser fetch nothing.
+
+A local HTTP listener on 127.0.0.1 counts every request it receives. Runs, qrels, votes and
+rerank candidates whose names, ids, bad lines, model names and texts are Markdown images and
+links and HTML ``<img>``/``<a>`` pointing at it are uploaded through the app's own uploaders,
+and every page is walked. Afterwards: no request reached the listener, the browser asked for no
+injected URL (relative ones included), and no ``<img>``/``<a>`` pointing at it is in the DOM.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "Rerank")
+
+
+class _Listener(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self) -> None:
+        self.requests: list[str] = []
+        listener = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                listener.requests.append(self.path)
+                self.send_response(404)
+                self.end_headers()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    @property
+    def host(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def listener():
+    server = _Listener()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def _hostile_files(folder: Path, host: str) -> dict[str, Path]:
+    token = f"![p]({host}/p.png)<img/src={host}/i.png>[l]({host}/l)**bold**"  # fits a TREC field
+    phrase = f'm ![p]({host}/m.png) <img src="{host}/i2.png"> <a href="{host}/a">a</a> [l]({host}/l2) **bold**'
+    rel = "![r](rel.png)<img src=rel2.png>**bold**"  # relative URLs: would hit the app's own host
+    files = {
+        "run": (f"{rel}.trec", "".join(f"q1 Q0 d-{token}{i} {i} {3 - i} {token}\n" for i in (1, 2))),
+        "run2": ("second.trec", "".join(f"q1 Q0 d-{token}{i} {i} {i} {token}2\n" for i in (1, 2))),
+        "qrels": (f"{rel}.qrels", f"q1 0 d-{token}1 1\nq1 0 d-{token}2 0\n"),
+        "bad": ("bad.trec", f"q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2{token} 1.0 r\n"),
+        "votes": (
+            "votes.csv",
+            "model_a,model_b,winner\n"
+            + "".join(f'"{phrase}",plain,{w}\nplain,"{phrase} 2",{w}\n' for w in ("model_a", "model_b", "tie")),
+        ),
+        "candidates": (
+            "cands.jsonl",
+            json.dumps(
+                {
+                    "qid": f"u-{token}",
+                    "query": phrase,
+                    "candidates": [{"docid": f"d-{token}", "text": phrase}, {"docid": "d2", "text": "plain"}],
+                }
+            )
+            + "\n",
+        ),
+    }
+    out = {}
+    for key, (name, text) in files.items():
+        path = folder / key / name
+        path.parent.mkdir()
+        path.write_text(text)
+        out[key] = path
+    return out
+
+
+def _uploader(page, label: str):
+    widget = page.get_by_test_id("stFileUploader").filter(has_text=label)
+    expect(widget).to_have_count(1)
+    return widget.get_by_test_id("stFileUploaderDropzoneInput")
+
+
+def _open(page, title: str, wait_for_app) -> None:
+    page.get_by_test_id("stSidebarNavLink").filter(has=page.get_by_text(title, exact=True)).click()
+    wait_for_app(page)
+
+
+def _assert_nothing_injected(page, host: str, fetched: list[str]) -> None:
+    expect(page.get_by_test_id("stException")).to_have_count(0)
+    found = page.locator(f'img[src^="{host}"], a[href^="{host}"], img[src*="rel"]').evaluate_all(
+        "els => els.map(e => (e.parentElement.closest('[data-testid]') || {dataset: {}}).dataset.testid"
+        " + ': ' + e.outerHTML.slice(0, 160))"
+    )
+    assert not found, found
+    bad = [u for u in fetched if u.startswith(host) or "rel.png" in u or "rel2.png" in u]
+    assert not bad, bad
+
+
+def test_hostile_names_fetch_nothing_on_any_page(app_server, page, listener, tmp_path, goto, wait_for_app):
+    fetched: list[str] = []
+    page.on("request", lambda request: fetched.append(request.url))
+    files = _hostile_files(tmp_path, listener.host)
+
+    goto(page, f"{app_server}/datasets")
+    for key, label in (("run", "Upload runs"), ("run2", "Upload runs"), ("qrels", "Upload qrels")):
+        _uploader(page, label).set_input_files(files[key])
+        wait_for_app(page)
+        expect(page.get_by_test_id("stAlert").filter(has_text="Loaded").first).to_be_visible()
+    _uploader(page, "Upload runs").set_input_files(files["bad"])
+    wait_for_app(page)
+    expect(page.get_by_test_id("stAlert").filter(has_text="bad.trec")).to_contain_text("is not an integer")
+    _assert_nothing_injected(page, listener.host, fetched)
+
+    for title in PAGES:
+        _open(page, title, wait_for_app)
+        if title == "Leaderboard":
+            page.get_by_test_id("stExpander").filter(has_text="Upload votes").locator("summary").click()
+            _uploader(page, "Votes file").set_input_files(files["votes"])
+            wait_for_app(page)
+            expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible()
+        if title == "Rerank":
+            _uploader(page, "Candidates JSONL").set_input_files(files["candidates"])
+            wait_for_app(page)
+            page.get_by_role("button", name="Run reranking").click()
+            wait_for_app(page)
+            expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible()
+        page.wait_for_timeout(500)  # images would be requested by now
+        _assert_nothing_injected(page, listener.host, fetched)
+    assert listener.requests == []
