@@ -6,9 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.charts.metrics import tie_range_figure
 from core.errors import RankLensError
-from core.metrics import parse_metrics, policy_table
+from core.metrics import parse_metrics
 from core.reports import metrics as reports
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
@@ -47,20 +46,15 @@ if qrels is not None and runs:
         + " — change the selection in the sidebar, or upload your own on the Data page."
     )
     try:
-        metric = parse_metrics([metric_name])
-        evaluations = cache.policy_evaluations(tuple(runs), qrels, tuple(metric), tuple(reports.policies_for(trad)))
+        metric = tuple(parse_metrics([metric_name]))
+        story = cache.tie_story(tuple(runs), qrels, metric, metric_name, trad)
     except RankLensError as exc:
         ui.show_error(exc, escape=True)
         st.stop()
-    table = policy_table(evaluations, metric)
-    flips = reports.order_flips(table, metric_name, trad)
-    figure = tie_range_figure(
-        table, metric_name, trad, flagged=reports.flipped_runs(flips), order_label=reports.ORDER_CHOICES[trad]
-    )
-    show_figure(figure, key="home_ties", name=f"ranklens-ties-{metric_name}")
-    st.markdown(ui.escape_markdown(reports.tie_story(table, metric_name, trad)))
+    show_figure(story.figure, key="home_ties", name=f"ranklens-ties-{metric_name}")
+    st.markdown(ui.escape_markdown(story.sentence))
     ui.warn_overlap(runs, qrels)
-    summary = reports.summary_long(table, [r.name for r in runs], [metric_name], trad).drop(columns="metric")
+    summary = cache.summary_long(tuple(runs), qrels, metric, (metric_name,), trad).drop(columns="metric")
     config = {
         name: st.column_config.NumberColumn(format="%.4f", help=reports.SUMMARY_HELP[name])
         for name in reports.SUMMARY_NUMBERS

@@ -11,10 +11,8 @@ import streamlit as st
 from core.charts.metrics import (
     gap_histogram,
     gap_vs_tie_size,
-    metric_bars,
     style_ranked_list,
     tie_gap_scatter,
-    tie_range_figure,
     tie_size_histogram,
 )
 from core.chunks import COLLAPSE_LABELS, COLLAPSES
@@ -118,18 +116,12 @@ policies = tuple(reports.policies_for(trad))
 
 with st.spinner("Evaluating…"):
     evaluations = cache.policy_evaluations(runs, qrels, metrics, policies, rel_level=rel_level)
-    table = policy_table(evaluations, metrics)
+    table = cache.policy_table(runs, qrels, metrics, policies, rel_level)
     expected = reports.named(evaluations["expected"], metrics)
+    story = cache.tie_story(runs, qrels, metrics, figure_metric, trad, rel_level)
 
-flips = reports.order_flips(table, figure_metric, trad)
-show_figure(
-    tie_range_figure(
-        table, figure_metric, trad, flagged=reports.flipped_runs(flips), order_label=reports.ORDER_CHOICES[trad]
-    ),
-    key="tie_range",
-    name=f"ranklens-ties-{figure_metric}",
-)
-st.markdown(ui.escape_markdown(reports.tie_story(table, figure_metric, trad)))
+show_figure(story.figure, key="tie_range", name=f"ranklens-ties-{figure_metric}")
+st.markdown(ui.escape_markdown(story.sentence))
 st.caption(
     f"{reports.order_caption(trad)} Tie-aware values are the exact mean over every ordering of tied documents "
     "(MTRR / TMHits@K and their nDCG, MAP, P, R counterparts); the range runs from relevant-last (pessimistic, "
@@ -184,7 +176,7 @@ rows_choice = st.segmented_control(
     help="One metric (the figure's) or every metric, one row per run and metric; click a header to sort.",
 )
 shown = [figure_metric] if rows_choice != ALL_METRICS else names
-summary = reports.with_significance(reports.summary_long(table, run_names, shown, trad), sig)
+summary = reports.with_significance(cache.summary_long(runs, qrels, metrics, tuple(shown), trad, rel_level), sig)
 show_summary(summary, "dl-summary")
 st.caption(
     f"{reports.order_caption(trad)} Δ = tie-aware − traditional. Mean over {qrels.n_queries:,} qrels queries; "
@@ -261,7 +253,9 @@ with st.expander("Detailed table", expanded=False):
 
 
 def show_bars() -> None:
-    show_figure(metric_bars(table, names, trad), key="bars", name="ranklens-traditional-vs-tie-aware")
+    show_figure(
+        cache.metric_bars(runs, qrels, metrics, trad, rel_level), key="bars", name="ranklens-traditional-vs-tie-aware"
+    )
 
 
 def show_gaps() -> None:

@@ -567,6 +567,138 @@ def bootstrap(
     return found
 
 
+# ---- page tables and figures ------------------------------------------------------------------
+# Pure page computations over cached evaluations, keyed like them (datasets by content digest,
+# plus the options): a warm rerun or a new session on the same data reads them instead of
+# rebuilding tables and Plotly figures (a figure costs tens of milliseconds to validate). Figures
+# are shared objects: `pages.common.figures.show_figure` draws a themed copy and never mutates them.
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
+def policy_table(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metrics: tuple[Metric, ...],
+    policies: tuple[str, ...] = POLICIES,
+    rel_level: int = 1,
+) -> pd.DataFrame:
+    """`core.metrics.policy_table` of `policy_evaluations` ``(runs, qrels, metrics, policies,
+    rel_level)``."""
+    return core_metrics.policy_table(policy_evaluations(runs, qrels, metrics, policies, rel_level), list(metrics))
+
+
+@dataclass(frozen=True)
+class TieStory:
+    """The tie story of one metric as Home and Metrics show it: the figure
+    (`core.charts.metrics.tie_range_figure`, flipped runs flagged) and the sentence under it
+    (`core.reports.metrics.tie_story`)."""
+
+    figure: Any  # plotly.graph_objects.Figure (shared: never mutate it)
+    sentence: str
+
+
+@st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
+def tie_story(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metrics: tuple[Metric, ...],
+    metric: str,
+    traditional: str = "trec",
+    rel_level: int = 1,
+) -> TieStory:
+    """The `TieStory` of ``metric`` (one of ``metrics``' names) from the cached `policy_table`
+    of ``metrics`` under `core.reports.metrics.policies_for` ``(traditional)``."""
+    from core.charts.metrics import tie_range_figure
+
+    policies = tuple(metric_reports.policies_for(traditional))
+    table = policy_table(runs, qrels, metrics, policies, rel_level)
+    flips = metric_reports.order_flips(table, metric, traditional)
+    figure = tie_range_figure(
+        table,
+        metric,
+        traditional,
+        flagged=metric_reports.flipped_runs(flips),
+        order_label=metric_reports.ORDER_CHOICES[traditional],
+    )
+    return TieStory(figure, metric_reports.tie_story(table, metric, traditional))
+
+
+@st.cache_data(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
+def summary_long(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metrics: tuple[Metric, ...],
+    shown: tuple[str, ...],
+    traditional: str = "trec",
+    rel_level: int = 1,
+) -> pd.DataFrame:
+    """`core.reports.metrics.summary_long` of the cached `policy_table` of ``metrics`` (under
+    ``traditional``'s policies) for ``runs``' names and the metric names ``shown``."""
+    policies = tuple(metric_reports.policies_for(traditional))
+    table = policy_table(runs, qrels, metrics, policies, rel_level)
+    return metric_reports.summary_long(table, [r.name for r in runs], list(shown), traditional)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def metric_bars(
+    runs: tuple[Run, ...], qrels: Qrels, metrics: tuple[Metric, ...], traditional: str = "trec", rel_level: int = 1
+) -> Any:
+    """`core.charts.metrics.metric_bars` of the cached `policy_table` (every metric's name),
+    a shared `plotly.graph_objects.Figure`."""
+    from core.charts.metrics import metric_bars as _metric_bars
+
+    policies = tuple(metric_reports.policies_for(traditional))
+    table = policy_table(runs, qrels, metrics, policies, rel_level)
+    return _metric_bars(table, [m.name for m in metrics], traditional)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def movement_figure(runs: tuple[Run, ...], params: FusionParams, qid: str, depth: int, relevant: frozenset[str]) -> Any:
+    """`core.charts.fusion.movement_figure` of the cached `provenance` of ``qid``, a shared
+    `plotly.graph_objects.Figure`."""
+    from core.charts.fusion import movement_figure as _movement_figure
+
+    return _movement_figure(provenance(runs, params, qid), qid, depth=depth, relevant=set(relevant))
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def k_sweep_figure(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metric: str,
+    ks: tuple[float, ...],
+    weights: tuple[float, ...],
+    depth: int | None,
+    top_k: int | None,
+    tie_order: str,
+    chosen_k: float | None,
+) -> Any:
+    """`core.charts.fusion.k_sweep_figure` of the cached `sweep_k`, a shared Plotly figure."""
+    from core.charts.fusion import k_sweep_figure as _k_sweep_figure
+
+    sweep = sweep_k(runs, qrels, metric, ks, weights, depth, top_k, tie_order)
+    return _k_sweep_figure(sweep, metric, chosen_k=chosen_k)
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def weight_sweep_figure(
+    runs: tuple[Run, ...],
+    qrels: Qrels,
+    metric: str,
+    method: str,
+    k: float,
+    norm: str | None,
+    depth: int | None,
+    top_k: int | None,
+    tie_order: str,
+    names: tuple[str, str],
+) -> Any:
+    """`core.charts.fusion.weight_sweep_figure` of the cached `sweep_weight`, a shared Plotly
+    figure."""
+    from core.charts.fusion import weight_sweep_figure as _weight_sweep_figure
+
+    sweep = sweep_weight(runs, qrels, metric, method, k, norm, depth, top_k, tie_order)
+    return _weight_sweep_figure(sweep, metric, names)
+
+
 # ---- warm-up -------------------------------------------------------------------------------------
 #: the modules the pages other than Home import, loaded by `warm_up` (core only: no Streamlit call)
 WARM_MODULES: tuple[str, ...] = (
