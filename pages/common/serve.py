@@ -13,15 +13,73 @@ folder named ``pages/`` as an old-style multipage app until the first session ha
 "page not found" notice before app.py's navigation takes over. Declaring up front that this app
 uses ``st.navigation`` (as app.py does on every run) removes that window. `make run` and the
 browser tests start the app through this module.
+
+While the server starts, a daemon thread (`prepare_first_page`) imports what app.py and the
+Home page import and prepares Home's demo (datasets, digests, derived values, one tie figure),
+so the first page comes soon after the server listens; it calls no Streamlit API and a failure
+in it only leaves the work to the first run.
 """
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
+import threading
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
+#: the core modules app.py and the Home page import (with Plotly, pandas and pyarrow); not
+#: pages.common: its cached functions must first be declared once Streamlit's runtime exists
+FIRST_PAGE_MODULES: tuple[str, ...] = (
+    "plotly.graph_objects",
+    "core.runtime",
+    "core.data",
+    "core.metrics",
+    "core.ties",
+    "core.demo",
+    "core.reports.metrics",
+    "core.charts",
+    "core.charts.metrics",
+    "core.workspace",
+)
+#: Home's default metric (pages/home.py: HOME_METRICS[0]) and traditional order
+_HOME_METRIC, _HOME_ORDER = "mrr@10", "trec"
+
+
+def prepare_first_page() -> None:
+    """Import `FIRST_PAGE_MODULES`, generate the evaluation demo with its content digests and
+    evaluate it for Home's default metric under the four policies (the datasets keep what is
+    derived from them: ranked views, qrels joins, ideal gains), then build and theme one tie
+    figure (Plotly loads its validators on first use). Core only: no Streamlit call, nothing
+    is cached under a session's key; the pages' own cached calls then run on warm datasets."""
+    for name in FIRST_PAGE_MODULES:
+        importlib.import_module(name)
+    from core.charts import themed
+    from core.charts.metrics import tie_range_figure
+    from core.data import Qrels, Run, content_digest
+    from core.demo import load_demo
+    from core.metrics import evaluate, parse_metrics, plain_metrics, policy_table
+    from core.reports.metrics import policies_for
+
+    items = load_demo("evaluation")
+    runs = [obj for _, _, obj in items if isinstance(obj, Run)]
+    qrels = [obj for _, _, obj in items if isinstance(obj, Qrels)]
+    for obj in (*runs, *qrels):
+        content_digest(obj)
+    if not runs or not qrels:
+        return
+    metrics = parse_metrics([_HOME_METRIC])
+    plain = plain_metrics(metrics)
+    evaluations = {p: evaluate(runs, qrels[0], plain, ties=p) for p in policies_for(_HOME_ORDER)}
+    themed(tie_range_figure(policy_table(evaluations, metrics), _HOME_METRIC, _HOME_ORDER), None)
+
+
+def _prepare_quietly() -> None:
+    try:
+        prepare_first_page()
+    except Exception:  # noqa: BLE001 - a head start only: the first run imports and computes it again and reports any error itself
+        return
 
 
 def workspace_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
@@ -69,6 +127,7 @@ def main(argv: list[str] | None = None) -> None:
         except (RankLensError, OSError) as exc:
             raise SystemExit(fail(exc)) from None
     os.environ.update(env)
+    threading.Thread(target=_prepare_quietly, name="ranklens-first-page", daemon=True).start()
     PagesManager.uses_pages_directory = False  # app.py calls st.navigation on every run
     sys.argv = ["streamlit", "run", str(APP), *args]
     streamlit_main()
