@@ -29,7 +29,8 @@ import threading
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
-#: the core modules app.py and the Home page import (with Plotly, pandas and pyarrow); not
+#: the core modules app.py, pages.common and the Home page import (with Plotly, pandas and
+#: pyarrow; pages.common.state needs core.rerank's types); not
 #: pages.common: its cached functions must first be declared once Streamlit's runtime exists
 FIRST_PAGE_MODULES: tuple[str, ...] = (
     "plotly.graph_objects",
@@ -42,6 +43,10 @@ FIRST_PAGE_MODULES: tuple[str, ...] = (
     "core.charts",
     "core.charts.metrics",
     "core.workspace",
+    "core.workspace.file",
+    "core.workspace.sources",
+    "core.rerank",
+    "core.rerank.candidates",
 )
 #: Home's default metric (pages/home.py: HOME_METRICS[0]) and traditional order
 _HOME_METRIC, _HOME_ORDER = "mrr@10", "trec"
