@@ -148,13 +148,11 @@ with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap
     )
     base = s2.number_input("Base", value=10.0, step=1.0, key="lb_base", help="Odds base of the rating scale.")
     init = s3.number_input("Initial rating", value=1000.0, step=50.0, key="lb_init", help="Rating of an average model.")
-    b1, b2, b3 = st.columns(3)
+    b1, b2 = st.columns(2)
     rounds = int(
         b1.number_input("Bootstrap rounds", min_value=50, max_value=5000, value=1000, step=50, key="lb_rounds")
     )
     seed = int(b2.number_input("Seed", min_value=0, value=0, step=1, key="lb_seed"))
-    with b3:
-        image_format = figures.image_format_picker()
     show_wtl = st.checkbox(
         "Show wins, ties and losses in the table",
         key="lb_show_wtl",
@@ -307,7 +305,6 @@ with right:
         rating_intervals(points, title, pinned=tuple(pinned)),
         key="lb_fig_ratings",
         name=f"{stem}-ratings",
-        image_format=image_format,
     )
     if note := reports.not_estimable_note(lb):
         st.caption(ui.escape_markdown(note))
@@ -329,21 +326,18 @@ with panes[0]:
         win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset)),
         key="lb_fig_winrate",
         name=f"{stem}-win-rate",
-        image_format=image_format,
     )
 with panes[1]:
     figures.show_figure(
         battle_count_heatmap(reports.focus_matrix(lb.battles, subset)),
         key="lb_fig_battles",
         name=f"{stem}-battles",
-        image_format=image_format,
     )
 with panes[2]:
     figures.show_figure(
         predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset)),
         key="lb_fig_predicted",
         name=f"{stem}-predicted",
-        image_format=image_format,
     )
 with panes[3]:
     if lb.samples is None:
@@ -355,13 +349,10 @@ with panes[3]:
             bootstrap_distribution(lb.samples[pick], row.rating, row.ci_low, row.ci_high, pick),
             key="lb_fig_boot",
             name=f"{stem}-bootstrap",
-            image_format=image_format,
         )
 if truth:
     with panes[4]:
-        figures.show_figure(
-            fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true", image_format=image_format
-        )
+        figures.show_figure(fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true")
         st.caption(
             "The demo votes are drawn from these true strengths, so the fitted ratings should scatter "
             "around the diagonal within their intervals."

@@ -32,6 +32,7 @@ from core.rerank import strategies as strategy_table
 from core.rerank.keys import resolve_api_key
 from core.rerank.provider import AsyncProvider
 from pages.common import cache, state, ui
+from pages.common.figures import show_figure
 
 METRICS = ["ndcg@10", "mrr@10", "map", "recall@10"]
 #: failed queries named in a warning each (all of them are in the per-query table)
@@ -499,7 +500,7 @@ if len(outcome.results) > 1 and ran and q_for_metrics is not None:
     reranked = table[table["method"] != "original"].rename(
         columns={"method": "strategy", "cost / query (USD)": "cost_per_query", "calls / query": "calls_per_query"}
     )
-    st.plotly_chart(cost_quality_figure(reranked), width="stretch")
+    show_figure(cost_quality_figure(reranked), key="rr_fig_cost", name="rerank-cost-quality")
 
 names = [r.strategy for r in outcome.results]
 chosen = st.selectbox("Result", names, key="rr_show") if len(names) > 1 else names[0]
@@ -547,7 +548,7 @@ def _usage_and_calls(res: BatchResult) -> None:
         st.dataframe(log.head(5000), hide_index=True, width="stretch", placeholder="—")
         ui.download_csv(log, "rerank_calls.csv", key="rr_dl_log")
         if len(log):
-            st.plotly_chart(latency_histogram(log), width="stretch")
+            show_figure(latency_histogram(log), key="rr_fig_latency", name=f"rerank-{res.strategy}-latency")
 
 
 if res.run is None:  # every query failed: no metrics, no lists; the accounting says why
@@ -570,7 +571,7 @@ if q_for_metrics is not None:
             "while the tie-aware value (MTRR) is the expectation over every order of the ties."
         )
     tie_aware = mframe[mframe["ties"] == reports.TIES_LABELS["expected"]].set_index("run")
-    st.plotly_chart(metrics_figure(tie_aware, METRICS), width="stretch")
+    show_figure(metrics_figure(tie_aware, METRICS), key="rr_fig_metrics", name=f"rerank-{res.strategy}-metrics")
 
 # ---- before / after ---------------------------------------------------------------------------------
 st.subheader("Before and after")
@@ -586,13 +587,25 @@ left.dataframe(before, hide_index=True, width="stretch", height=420)
 right.markdown(f"**After ({res.strategy})**")
 right.dataframe(after_list, hide_index=True, width="stretch", height=420)
 figure = movement_figure(list(before["docid"]), list(after_list["docid"]), grades, top=20, title=f"Movement for {qid}")
-st.plotly_chart(figure, width="stretch")
-ui.download_text(
-    lambda: write_trec_run(res.full_run or reranked_run, None, tag=f"ranklens-{res.strategy}") or "",
-    f"reranked_{res.strategy}.trec",
-    "Download reranked run (TREC)",
-    key="rr_dl_trec",
-)
+show_figure(figure, key="rr_fig_movement", name=f"rerank-{res.strategy}-movement")
+d1, d2 = st.columns(2)
+with d1:
+    ui.download_text(
+        lambda: write_trec_run(res.full_run or reranked_run, None, tag=f"ranklens-{res.strategy}") or "",
+        f"reranked_{res.strategy}.trec",
+        "Download reranked run (TREC)",
+        key="rr_dl_trec",
+    )
+if d2.button(
+    "Add reranked run to the workspace",
+    icon=":material/add:",
+    key="rr_add",
+    help="Every query: failed ones keep their first-stage order. Evaluate it on Metrics; saved with the workspace.",
+):
+    new_name = f"reranked ({res.strategy})"
+    kept = (res.full_run or reranked_run).renamed(new_name)
+    added = ws.add("run", new_name, kept, origin="rerank", note=f"{res.strategy} on {corpus_name}")
+    st.toast(f"Added run {ui.escape_markdown(added)} to the workspace.")
 
 # ---- usage and calls ---------------------------------------------------------------------------------
 _usage_and_calls(res)

@@ -7,7 +7,8 @@
 - Downloads: Plotly's toolbar (the camera button) saves the figure in the browser, offline
   (plotly.js ships with Streamlit; nothing is rendered on the server). A toolbar has one image
   button, so its format is a choice: `image_format_picker` (PNG or SVG, widget key
-  `FORMAT_KEY`) returns it and the page passes it to each `show_figure`; PNG by default.
+  `FORMAT_KEY`, drawn once in the shared sidebar) sets it for every chart of every page;
+  `show_figure` reads it (`state.FIG_FORMAT`), PNG by default.
   The file is named after the figure (``name``), at twice the screen resolution for PNG.
 """
 
@@ -20,9 +21,10 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from core.charts import themed
+from pages.common import state
 
 #: the widget key of `image_format_picker`
-FORMAT_KEY = "fig_image_format"
+FORMAT_KEY = state.FIG_FORMAT.key
 #: image formats the toolbar's download button can write, as the picker shows them
 IMAGE_FORMATS: dict[str, str] = {"png": "PNG", "svg": "SVG"}
 #: toolbar buttons that do nothing useful on these charts
@@ -61,10 +63,13 @@ def image_format_picker(label: str = "Figure downloads") -> str:
     return choice or "png"
 
 
-def show_figure(fig: go.Figure, *, key: str | None = None, name: str = "ranklens", image_format: str = "png") -> None:
+def show_figure(
+    fig: go.Figure, *, key: str | None = None, name: str = "ranklens", image_format: str | None = None
+) -> None:
     """Draw ``fig`` across the page's width under the active theme (`core.charts.themed`),
-    with the toolbar download of `figure_config` ``(name, image_format)`` (a page with an
-    `image_format_picker` passes its choice)."""
+    with the toolbar download of `figure_config` ``(name, image_format)``; ``image_format``
+    defaults to the sidebar's choice (`image_format_picker`)."""
+    image_format = image_format or state.FIG_FORMAT.get() or "png"
     theme_type = st.context.theme.type
     st.plotly_chart(
         themed(fig, theme_type),

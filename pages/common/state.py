@@ -65,6 +65,14 @@ def _none() -> None:
     return None
 
 
+def _png() -> str:
+    return "png"
+
+
+#: the sidebar's image format for every chart toolbar's download (`pages.common.figures`)
+FIG_FORMAT: Slot[str] = Slot("fig_image_format", _png)
+
+
 # ---- the session's datasets and uploads (app.py, pages.common.ui) ------------------------------
 WORKSPACE: Slot[Workspace | None] = Slot("workspace", _none)
 #: sidebar widgets: the active qrels and runs (names in the workspace)

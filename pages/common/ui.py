@@ -16,7 +16,7 @@ from core.data import DUPLICATES_DROPPED, Qrels, Run
 from core.errors import RankLensError
 from core.workspace import Workspace
 from core.workspace import describe as _describe
-from pages.common import cache, state
+from pages.common import cache, figures, state
 
 MAX_DEFAULT_RUNS = 6
 #: dataset kinds counted in the sidebar, in order
@@ -291,6 +291,7 @@ def sidebar() -> Any:
         )
         st.caption(f"{plural(len(selected), 'run')} selected of {len(run_names):,}.")
         slot = st.empty()
+        figures.image_format_picker()
     slot.caption(counts_caption(ws))
     state.COUNTS_SLOT.set(slot)
     return slot

@@ -552,3 +552,16 @@ def test_first_token_scoring_with_the_offline_provider_is_warned_before_the_run(
     at.button(key="rr_run").click().run()
     assert not at.exception
     assert any("does not return log-probabilities" in e.value for e in at.error)
+
+
+def test_reranked_run_joins_the_workspace_with_every_query(app):
+    at = _open(app)
+    at.number_input(key="rr_nq").set_value(3).run()
+    at.button(key="rr_run").click().run()
+    at.button(key="rr_add").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    ws = at.session_state["workspace"]
+    assert "reranked (rankgpt)" in ws.names("run")
+    assert ws.names("run", origin="rerank") == ["reranked (rankgpt)"]
+    run = ws.get("run", "reranked (rankgpt)")
+    assert run.name == "reranked (rankgpt)" and run.n_queries == 3

@@ -71,9 +71,9 @@ def test_leaderboard_top_of_page_and_figure_downloads(page, app_server, goto, wa
 
     png = download("png")
     assert png.startswith("\x89PNG")
-    # the format choice lives in the settings expander
-    main.get_by_text("Settings: intervals").first.click()
-    main.get_by_test_id("stButtonGroup").filter(has_text="SVG").get_by_text("SVG").click()
+    # the format choice lives in the shared sidebar: it applies to every chart of every page
+    sidebar = page.get_by_test_id("stSidebar")
+    sidebar.get_by_test_id("stButtonGroup").filter(has_text="SVG").get_by_text("SVG").click()
     wait_for_app(page)
     plot = main.locator(".js-plotly-plot").first
     svg = download("svg")
