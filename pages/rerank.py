@@ -86,7 +86,9 @@ def _add_candidates_from_run(run: tuple[str, bytes], corpus_file: Any, queries_f
     name = ws.add("corpus", built.name, built, origin="upload", digest=h, note=f"top {depth} of {filenames[0]}")
     done.add(("corpus", h))
     state.RR_CORPUS.set(name)
-    ui.message("success", f"Loaded corpus **{ui.escape_markdown(name)}** ({ui.escape_markdown(ui.describe(built))}).")
+    ui.message(
+        "success", f"Loaded candidate set **{ui.escape_markdown(name)}** ({ui.escape_markdown(ui.describe(built))})."
+    )
 
 
 with st.expander("Upload candidates", expanded=False, icon=":material/upload:"):

@@ -90,7 +90,8 @@ def upload_callback(kind: str, base: str) -> None:
                 obj = ws.get(kind, n)
                 dropped = obj.meta.get(DUPLICATES_DROPPED, 0) if isinstance(obj, Run) else 0
                 extra = f"; {dropped:,} duplicated rows dropped, each query's best copy kept" if dropped else ""
-                message("success", f"Loaded {kind} **{escape_markdown(n)}** ({describe(obj)}{extra}).")
+                noun = KIND_NOUNS.get(kind, (kind, kind))[0]  # "votes file", not "votes votes"
+                message("success", f"Loaded {noun} **{escape_markdown(n)}** ({describe(obj)}{extra}).")
             state.INSPECT_KIND.set(kind)
             state.INSPECT_NAME.set(names[-1])
     if failed:

@@ -274,3 +274,14 @@ def test_a_fit_that_cannot_run_is_an_error_not_a_traceback(app, monkeypatch):
     at = _open(app)
     assert not at.exception
     assert any("needs 40 GB" in e.value and "m\\*odel" in e.value for e in at.error)
+
+
+def test_uploaded_votes_are_announced_as_a_votes_file(app):
+    at = _open(app)
+    data = b"model_a,model_b,winner\nalpha,beta,model_a\nbeta,gamma,model_b\nalpha,gamma,tie\n"
+    uploader = next(u for u in at.get("file_uploader") if "vote" in u.proto.label.lower())
+    uploader.set_value(("votes.csv", data, "text/csv")).run()
+    assert not at.exception
+    texts = [s.value for s in at.success]
+    assert any("Loaded votes file **votes**" in t for t in texts), texts
+    assert not any("votes votes" in t for t in texts)

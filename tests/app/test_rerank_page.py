@@ -133,7 +133,7 @@ def test_upload_candidates_good_and_bad(app):
     data = "\n".join(json.dumps(x) for x in lines).encode()
     at.get("file_uploader")[0].set_value(("mine.jsonl", data, "application/json")).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert any("Loaded corpus **mine**" in s.value for s in at.success)
+    assert any("Loaded candidate set **mine**" in s.value for s in at.success)
     assert at.selectbox(key="rr_corpus").value == "mine"
     assert at.dataframe[0].value["queries"].tolist() == [2]
     at.get("file_uploader")[0].set_value(("bad.jsonl", b'{"qid": "x"\n', "application/json")).run()
@@ -163,7 +163,7 @@ def test_candidates_from_a_run_corpus_and_queries(app):
     assert at.button(key="rr_build").disabled  # until the three files are there
     _build_from_run(at, depth=1)
     assert not at.error, [e.value for e in at.error]
-    assert any("Loaded corpus **cands**" in s.value for s in at.success)
+    assert any("Loaded candidate set **cands**" in s.value for s in at.success)
     assert at.selectbox(key="rr_corpus").value == "cands"
     assert at.selectbox(key="rr_corpus").options == ["Demo rerank corpus  ·  demo", "cands"]  # nothing lost
     est = at.dataframe[0].value
