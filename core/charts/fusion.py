@@ -76,14 +76,18 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
             xanchor="left",
             font=dict(size=10, color="#b5534f"),
         )
-    for doc in sorted(shown, key=lambda d: (fused.set_index("docid")["fused_rank"].get(d, 1e9), d)):
-        rows = sub[sub["docid"] == doc]
+    fused_rank = fused.set_index("docid")["fused_rank"].to_dict()
+    by_doc = dict(list(sub.groupby("docid", sort=False)))  # each document's rows, in provenance order
+    traces: list[dict[str, object]] = []
+    for doc in sorted(shown, key=lambda d: (fused_rank.get(d, 1e9), d)):
+        rows = by_doc[doc]
+        first_rank = rows.drop_duplicates("input").set_index("input")["input_rank"].to_dict()
         xs, ys = [], []
         for i, name in enumerate(inputs):
-            r = rows[rows["input"] == name]["input_rank"]
-            if len(r) and pd.notna(r.iloc[0]) and r.iloc[0] <= depth:
+            r = first_rank.get(name)
+            if r is not None and pd.notna(r) and r <= depth:
                 xs.append(i)
-                ys.append(float(r.iloc[0]))
+                ys.append(float(r))
         frank = float(rows["fused_rank"].iloc[0])
         in_fused = frank <= depth
         if in_fused:
@@ -98,8 +102,9 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
             f"score {rows['fused_score'].iloc[0]:.6g}<br>{hover}"
         )
         colour = colours.get(doc, "#b0b7bf")
-        fig.add_trace(
-            go.Scatter(
+        traces.append(
+            dict(
+                type="scatter",
                 x=xs,
                 y=ys,
                 mode="lines+markers",
@@ -111,6 +116,7 @@ def movement_figure(prov: pd.DataFrame, qid: str, depth: int = 20, relevant: set
                 hoverinfo="text",
             )
         )
+    fig.add_traces(traces)  # validated at once: one call per document costs a full figure update each
     fig.update_layout(
         **base_layout(
             title=f"Query {html_label(qid)}: where each document moved (top {depth})",
