@@ -11,7 +11,9 @@ Plotly renders a subset of HTML in text.
 
 from __future__ import annotations
 
+import functools
 import html
+import json
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -132,13 +134,39 @@ def template_for(theme_type: str | None) -> go.layout.Template:
     return template
 
 
+@functools.lru_cache(maxsize=4)
+def _template_json(kind: str) -> str:
+    """`template_for` ``(kind)`` as JSON text, built and validated once per kind (each use
+    parses a fresh copy)."""
+    return json.dumps(template_for(kind).to_plotly_json())
+
+
+def _pruned(value: Any) -> Any:
+    """``value`` without empty dicts, recursively (what Plotly's validation drops anyway)."""
+    if isinstance(value, dict):
+        out = {k: _pruned(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v != {}}
+    if isinstance(value, list):
+        return [_pruned(v) for v in value]
+    return value
+
+
 def themed(fig: go.Figure, theme_type: str | None) -> go.Figure:
     """A copy of ``fig`` under `template_for` ``(theme_type)``: the template replaced and the
     fixed font colour of `base_layout` dropped so the template's text colour applies (the data
-    colours are kept)."""
+    colours are kept). The figure's data and layout were validated when it was built and the
+    template when it was made, so the copy is assembled without validating again (the same
+    JSON as ``go.Figure(fig).update_layout(template=...)``, ~10x faster: pages call it on every
+    rerun)."""
     import plotly.graph_objects as go
 
-    out = go.Figure(fig)
-    out.update_layout(template=template_for(theme_type))
-    out.layout.font.color = None
-    return out
+    kind = theme_type if theme_type in THEME_TYPES else "light"
+    d = fig.to_dict()
+    layout = _pruned(d.get("layout", {}))
+    layout["template"] = json.loads(_template_json(kind))
+    font = layout.get("font")
+    if isinstance(font, dict):
+        font.pop("color", None)
+        if not font:
+            layout.pop("font")
+    return go.Figure({"data": d.get("data", []), "layout": layout, "frames": d.get("frames", [])}, _validate=False)
