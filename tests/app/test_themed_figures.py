@@ -8,10 +8,10 @@ import json
 
 import plotly.graph_objects as go
 import pytest
-from conftest import open_page
 
 import core.charts as charts
 from pages.common import figures
+from tests.app.conftest import open_page
 
 
 def _reference(fig: go.Figure, theme_type: str | None) -> go.Figure:
