@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 
-.PHONY: run test lint format bench clean
+.PHONY: run test lint format bench bench-scale clean
 
 $(VENV)/.runtime: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,6 +48,13 @@ bench: $(VENV)/.dev
 	$(PY) bench/fusion.py
 	$(PY) bench/leaderboard.py
 	$(PY) bench/rerank.py
+	$(PY) bench/workspace.py
+	$(PY) bench/app.py
+	$(PY) bench/load.py
+
+# Engines past one machine (generates seeded runs in a temporary folder; --rows 50M,500M for the issue's sizes).
+bench-scale: $(VENV)/.dev $(VENV)/.ray
+	$(PY) bench/scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache
