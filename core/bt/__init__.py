@@ -17,10 +17,11 @@ One module per idea, each a set of small pure functions (FastChat's rating_syste
 - `diagnostics`: `Diagnostic` records and the decisions they state (`plan_fit`, `listing`);
   the L2 option (`parse_l2`: ``"auto"`` | a ridge ``> 0`` | ``0`` = no penalty).
 - `tables`: ranks with the arena's upper bound, the ranked table and its rows, the matrices.
-- `board`: `leaderboard`, the composition of the steps above, and its `Leaderboard` result.
+- `board`: `leaderboard`, the composition of the steps above, and its `Leaderboard` result;
+  `leaderboard_from_cells` the same from (a, b, outcome) cells (e.g. streamed by `core.scale.votes`).
 """
 
-from core.bt.board import FitSummary, Leaderboard, leaderboard, summarize
+from core.bt.board import FitSummary, Leaderboard, check_options, leaderboard, leaderboard_from_cells, summarize
 from core.bt.budget import (
     DENSE_MODELS,
     MemoryEstimate,
@@ -84,6 +85,7 @@ __all__ = [
     "bootstrap",
     "bootstrap_estimates",
     "check_memory",
+    "check_options",
     "components",
     "decay_weights",
     "estimate",
@@ -92,6 +94,7 @@ __all__ = [
     "gauge_projector",
     "identify",
     "leaderboard",
+    "leaderboard_from_cells",
     "listing",
     "matrices",
     "memory_limit_gb",

@@ -126,7 +126,7 @@ def _empty(diags: list[Diagnostic], intervals: str, ci: float) -> Leaderboard:
     return Leaderboard(pd.DataFrame(columns=RANKED_COLUMNS), tuple(diags), intervals, ci)
 
 
-def _check_options(intervals: str, ci: float) -> None:
+def check_options(intervals: str, ci: float) -> None:
     """Raise for an unknown interval method or a confidence level outside (0, 1)."""
     if intervals not in INTERVAL_METHODS:
         raise ValueError(f"unknown interval method {intervals!r}; expected sandwich, bootstrap or none")
@@ -215,16 +215,68 @@ def leaderboard(
     (``battles``, ``win_rate`` and ``predicted`` are None). Before fitting, the memory the
     steps need is estimated (`budget.estimate_memory`) and `budget.MemoryLimitError` raised
     when it exceeds ``max_memory_gb`` (default `budget.memory_limit_gb`: ``$RANKLENS_BT_MAX_GB``
-    or 4 GB)."""
-    _check_options(intervals, ci)
+    or 4 GB). The votes are aggregated (`counts.aggregate`, with ``half_life_days``) and
+    fitted by `leaderboard_from_cells`."""
+    check_options(intervals, ci)
     agg = aggregate(votes, half_life_days=half_life_days)
+    return leaderboard_from_cells(
+        agg,
+        source=votes.source,
+        ties=ties,
+        l2=l2,
+        intervals=intervals,
+        bootstrap_rounds=bootstrap_rounds,
+        seed=seed,
+        ci=ci,
+        anchor=anchor,
+        anchor_rating=anchor_rating,
+        min_votes=min_votes,
+        provisional_votes=provisional_votes,
+        scale=scale,
+        base=base,
+        init=init,
+        tol=tol,
+        progress=progress,
+        matrices=matrices,
+        max_memory_gb=max_memory_gb,
+    )
+
+
+def leaderboard_from_cells(
+    agg: Aggregated,
+    *,
+    source: str | None = None,
+    ties: str = "half",
+    l2: L2Option | str = "auto",
+    intervals: str = "sandwich",
+    bootstrap_rounds: int = 1000,
+    seed: int = 0,
+    ci: float = 0.95,
+    anchor: str | None = None,
+    anchor_rating: float = 1000.0,
+    min_votes: int = 0,
+    provisional_votes: int = PROVISIONAL_VOTES,
+    scale: float = 400.0,
+    base: float = 10.0,
+    init: float = 1000.0,
+    tol: float = TOL,
+    progress: Callable[[int, int], None] | None = None,
+    matrices: bool = True,
+    max_memory_gb: float | None = None,
+) -> Leaderboard:
+    """`leaderboard` from the votes' (a, b, outcome) cells ``agg`` (`counts.aggregate`, or
+    `core.scale.votes.aggregate_votes` streamed, decay already applied): the same
+    `Leaderboard` to the last bit, since every step (fit, sandwich, bootstrap multinomial over
+    the cells, diagnostics, listing, matrices) reads only the cells. ``source`` names the votes
+    file in errors (an unknown anchor)."""
+    check_options(intervals, ci)
     if agg.n_votes == 0 or len(agg.pairs) == 0:
         return _empty([no_votes()], intervals, ci)
     need = estimate_memory(
         agg.n_models, len(agg.pairs), ties=ties, intervals=intervals, rounds=bootstrap_rounds, matrices=matrices
     )
     check_memory(need, max_memory_gb)
-    rating_scale = RatingScale(scale, base, init, _anchor_index(agg.models, anchor, votes.source), anchor_rating)
+    rating_scale = RatingScale(scale, base, init, _anchor_index(agg.models, anchor, source), anchor_rating)
     counts = agg.model_counts()
     comp = components(agg)
     plan = plan_fit(agg, comp, counts, ties=ties, l2=l2)

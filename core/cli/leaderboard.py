@@ -9,6 +9,15 @@ stderr as ``note:`` lines, so stdout stays one machine-readable document. Bad in
 `DataError` (one stderr line naming file and line, exit code 2, via `core.__main__`).
 ``--workspace FILE`` rates the votes a workspace file holds (`core.cli.workspace.choose`).
 
+``--engine memory|stream``: ``memory`` reads the votes whole; ``stream`` reads them in chunks
+into their (a, b, outcome) cells (`core.scale.votes.aggregate_votes`, memory bounded by the
+cells) and fits from the cells (`core.bt.leaderboard_from_cells`): the same output to the last
+bit for every option (the fit, sandwich and bootstrap read only the cells). Default: ``memory``
+when the file fits comfortably (`core.scale.engines.choose_engine`), else ``stream``, said on
+stderr. A ``--workspace`` is rated in memory. There is no ``ray`` engine here: the bootstrap
+draws its rounds from one seeded generator in order, so spreading them over workers would not
+give the same seeded results.
+
 ``--l2``: ``auto`` (default: no penalty when the maximum-likelihood ratings exist, ridge
 ``core.bt.AUTO_L2`` when they do not, stated in a warning), a ridge ``> 0``, or ``0`` for no
 penalty at all. ``--scale``, ``--base``, ``--init``: ratings are ``scale * s / ln(base) +
@@ -19,12 +28,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.cli import emit_table
 
 if TYPE_CHECKING:
     from core.bt import L2Option, Leaderboard
+    from core.bt.counts import Aggregated
+
+#: bytes of votes file read per chunk by ``--engine stream`` (`core.scale.votes.aggregate_votes`)
+STREAM_CHUNK_BYTES = 32 << 20
+LEADERBOARD_ENGINES = ("memory", "stream")
 
 
 def _l2(text: str) -> L2Option:
@@ -84,6 +99,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="temporal decay: weight votes by 0.5 ** (age / DAYS) (needs timestamps)",
     )
     parser.add_argument(
+        "--engine",
+        choices=list(LEADERBOARD_ENGINES),
+        default=None,
+        help="memory: read the votes whole; stream: read them in chunks into (a, b, outcome) cells and fit from "
+        "the cells (same output, memory bounded by the cells). Default: memory when the file fits comfortably, "
+        "else stream (said on stderr)",
+    )
+    parser.add_argument(
         "--format",
         choices=["json", "csv", "table", "markdown", "latex"],
         default="table",
@@ -94,37 +117,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from core import bt
-    from core.errors import DataError
+    from core.errors import DataError, RankLensError
     from core.io.votes import read_votes
+    from core.scale.sources import display_name
 
     if args.bootstrap < 1 and args.intervals == "bootstrap":
         raise DataError(f"--bootstrap {args.bootstrap} must be at least 1", expected="a positive number of rounds")
     if (args.votes is None) == (args.workspace is None):
         raise DataError("leaderboard needs a VOTES file or --workspace FILE (one of them)")
+    options = {
+        "ties": args.ties,
+        "l2": args.l2,
+        "intervals": args.intervals,
+        "bootstrap_rounds": args.bootstrap,
+        "seed": args.seed,
+        "ci": args.ci,
+        "anchor": args.anchor,
+        "anchor_rating": args.anchor_rating,
+        "min_votes": args.min_votes,
+        "scale": args.scale,
+        "base": args.base,
+        "init": args.init,
+        "matrices": False,  # the CLI prints ratings only: no models x models battle / win-rate matrices
+    }
     if args.workspace is not None:
         from core.cli.workspace import choose, open_workspace
 
+        if getattr(args, "engine", None) not in (None, "memory"):
+            raise RankLensError(f"--engine {args.engine} reads a votes file: a --workspace is rated in memory")
         wf = open_workspace(args.workspace)
         votes = wf.workspace.get("votes", choose(wf, "votes", "lb_votes"))
+        lb = bt.leaderboard(votes, half_life_days=args.half_life, **options)
+    elif _engine(args) == "stream":
+        bt.check_options(args.intervals, args.ci)  # before reading the whole file
+        lb = bt.leaderboard_from_cells(_streamed(args), source=display_name(Path(args.votes)), **options)
     else:
-        votes = read_votes(args.votes)
-    lb = bt.leaderboard(
-        votes,
-        ties=args.ties,
-        l2=args.l2,
-        intervals=args.intervals,
-        bootstrap_rounds=args.bootstrap,
-        seed=args.seed,
-        ci=args.ci,
-        anchor=args.anchor,
-        anchor_rating=args.anchor_rating,
-        min_votes=args.min_votes,
-        half_life_days=args.half_life,
-        scale=args.scale,
-        base=args.base,
-        init=args.init,
-        matrices=False,  # the CLI prints ratings only: no models x models battle / win-rate matrices
-    )
+        lb = bt.leaderboard(read_votes(args.votes), half_life_days=args.half_life, **options)
     for d in lb.diagnostics:
         label = "warning" if d.level in ("warning", "error") else "note"
         print(f"{label}: {d.message}", file=sys.stderr)
@@ -146,6 +174,28 @@ def run(args: argparse.Namespace) -> int:
         for line in footer(lb, args.seed):
             print(f"note: {line}", file=sys.stderr)
     return 0
+
+
+def _engine(args: argparse.Namespace) -> str:
+    """``--engine``, or the one `core.scale.engines.choose_engine` picks for the votes file
+    (said on stderr when ``stream``); ``memory`` for anything but a regular file (its reader
+    names the problem)."""
+    engine = getattr(args, "engine", None)
+    if engine is None and not Path(args.votes).is_file():
+        return "memory"
+    from core.scale.engines import choose_engine
+
+    chosen, note = choose_engine([args.votes], engine)
+    if note:
+        print(note, file=sys.stderr)
+    return chosen
+
+
+def _streamed(args: argparse.Namespace) -> Aggregated:
+    """The votes file's cells read in chunks of `STREAM_CHUNK_BYTES` (`core.scale.votes.aggregate_votes`)."""
+    from core.scale.votes import aggregate_votes
+
+    return aggregate_votes(args.votes, half_life_days=args.half_life, chunk_bytes=STREAM_CHUNK_BYTES)
 
 
 def footer(lb: Leaderboard, seed: int | None = None) -> list[str]:
