@@ -61,9 +61,10 @@ EXPECT_TIMEOUT_MS = 20_000  # expect() retries this long (the default 5 s is sho
 
 
 # --------------------------------------------------------------------------- markers
-@pytest.hookimpl(trylast=True)
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark everything under tests/e2e ``e2e``. `make test` runs the browser tests in their own
+    """Mark everything under tests/e2e ``e2e`` (first, so ``-m`` selection sees the marker: a
+    browser test running in the parallel suite leaves Playwright's event loop set in its worker). `make test` runs the browser tests in their own
     serial pytest run (``-m e2e``) after the parallel run of everything else (``-m "not e2e"``)."""
     for item in items:
         if E2E_DIR in Path(str(item.path)).resolve().parents and item.get_closest_marker("e2e") is None:

@@ -17,6 +17,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("browser")]
+
 PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "Rerank")
 
 
