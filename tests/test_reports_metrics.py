@@ -99,28 +99,6 @@ def test_query_report_query_missing_from_run_or_qrels():
     assert tied.values.loc["pessimistic", "mrr"] == 0.5 and tied.values.loc["optimistic", "mrr"] == 1.0
 
 
-def test_summary_table_cells_and_markers():
-    table = pd.DataFrame(
-        {
-            "run": ["A", "B", "A", "B"],
-            "metric": ["mrr", "mrr", "map", "map"],
-            "trec": [0.5, 0.25, 0.125, 0.2],
-            "expected": [0.45, 0.3, 0.1, 0.2],
-            "pessimistic": [0.4, 0.2, 0.1, 0.2],
-            "optimistic": [0.6, 0.4, 0.15, 0.2],
-        }
-    )
-    sig = pd.DataFrame({"run_a": ["A", "A"], "run_b": ["B", "B"], "metric": ["mrr", "map"], "p_value": [0.004, 0.2]})
-    out = reports.summary_table(table, ["B", "A"], ["mrr", "map"], sig)
-    assert list(out.index) == ["B", "A"] and out.index.name == "run"
-    assert list(out.columns) == ["mrr (trad.)", "mrr tie-aware", "map (trad.)", "map tie-aware"]
-    assert out.loc["B", "mrr (trad.)"] == "0.2500"
-    assert out.loc["B", "mrr tie-aware"] == "0.3000 [0.200, 0.400] ‡"
-    assert out.loc["B", "map tie-aware"] == "0.2000 [0.200, 0.200]"  # p = 0.2: no marker
-    assert out.loc["A", "mrr tie-aware"] == "0.4500 [0.400, 0.600]"  # the baseline has no p-value
-    assert [reports.significance_marker(p) for p in (0.001, 0.01, 0.049, 0.05)] == ["‡", "†", "†", ""]
-
-
 def test_detail_and_home_tables(demo, evaluations):
     table = policy_table(evaluations, METRICS)
     detail = reports.detail_table(table)
@@ -137,10 +115,6 @@ def test_detail_and_home_tables(demo, evaluations):
     assert np.array_equal(detail["Δ (tie-aware − trad.)"], table["expected"] - table["trec"])
     assert np.array_equal(detail["tie range width"], table["optimistic"] - table["pessimistic"])
     assert list(table.columns) == ["run", "metric", *POLICIES]  # the input is not changed
-    runs, qrels = demo
-    home = reports.mrr_range_table(evaluate_policies(runs, qrels, ["mrr@10"]))
-    assert list(home.columns) == ["traditional MRR@10", "MTRR@10 (tie-aware)", "worst case", "best case"]
-    assert list(home.index) == [r.name for r in runs]
 
 
 def test_tie_table(demo):
@@ -176,46 +150,18 @@ def test_policies_for_and_order_caption():
         reports.policies_for("expected")
 
 
-def test_summary_table_under_another_order_and_refused_policies():
+def test_summary_long_under_another_order_and_refused_policies():
     table = pd.DataFrame(
-        {"run": ["A"], "metric": ["mrr"], "input": [1.0], "expected": [0.75], "optimistic": [1.0]}
+        {"run": ["A"], "metric": ["mrr@10"], "input": [0.95], "expected": [0.85], "optimistic": [1.0]}
     )  # pessimistic refused
-    out = reports.summary_table(table, ["A"], ["mrr"], None, "input")
-    assert out.loc["A", "mrr (trad.)"] == "1.0000"
-    assert out.loc["A", "mrr tie-aware"] == f"0.7500 [{reports.REFUSED}, 1.000]"
-    refused = reports.summary_table(table.drop(columns="input"), ["A"], ["mrr"], None, "input")
-    assert refused.loc["A", "mrr (trad.)"] == reports.REFUSED
-
-
-def test_add_bands_beside_mrr_and_recall_at_10_only():
-    table = pd.DataFrame(
-        {
-            "run": ["A", "A", "A"],
-            "metric": ["mrr@10", "recall@10", "map"],
-            "trec": [0.95, 0.5, 0.3],
-            "expected": [0.85, 0.5, 0.3],
-            "pessimistic": [0.8, 0.5, 0.3],
-            "optimistic": [0.9, 0.5, 0.3],
-        }
-    )
-    names = ["mrr@10", "recall@10", "map"]
-    summary = reports.summary_table(table, ["A"], names)
-    out = reports.add_bands(summary, table, names)
-    assert list(out.columns) == [
-        "mrr@10 (trad.)",
-        "mrr@10 tie-aware",
-        "mrr@10 band",
-        "recall@10 (trad.)",
-        "recall@10 tie-aware",
-        "recall@10 band",
-        "map (trad.)",
-        "map tie-aware",
-    ]
-    assert out.loc["A", "mrr@10 band"] == "Good (trad.: Excellent)"  # tie-aware 0.85, traditional 0.95
-    assert out.loc["A", "recall@10 band"] == "Moderate"
-    no_expected = reports.add_bands(summary, table.drop(columns="expected"), names)
-    assert no_expected.loc["A", "mrr@10 band"] == "Excellent"  # the traditional band when tie-aware is refused
-    assert list(summary.columns)[:2] == ["mrr@10 (trad.)", "mrr@10 tie-aware"]  # the input is not changed
+    out = reports.summary_long(table, ["A"], ["mrr@10"], "input")
+    row = out.iloc[0]
+    assert row["traditional"] == 0.95 and row["tie-aware"] == 0.85 and np.isnan(row["low"])
+    assert row["band"] == "Good (trad.: Excellent)"
+    no_expected = reports.summary_long(table.drop(columns="expected"), ["A"], ["mrr@10"], "input")
+    assert no_expected.iloc[0]["band"] == "Excellent"  # the traditional band when tie-aware is refused
+    refused = reports.summary_long(table.drop(columns="input"), ["A"], ["mrr@10"], "input")
+    assert np.isnan(refused.iloc[0]["traditional"]) and np.isnan(refused.iloc[0]["Δ"])
 
 
 def test_detail_mrr_range_and_query_report_under_the_input_order(demo):
@@ -223,8 +169,6 @@ def test_detail_mrr_range_and_query_report_under_the_input_order(demo):
     table = evaluate_policies(runs, qrels, ["mrr@10"], traditional="input")
     detail = reports.detail_table(table, "input")
     assert np.array_equal(detail["traditional"], table["input"])
-    home = reports.mrr_range_table(table, "input")
-    assert home["traditional MRR@10"].tolist() == table["input"].tolist()
     run = Run.from_frame(pd.DataFrame({"qid": ["a", "a"], "docid": ["d1", "d2"], "score": [1.0, 1.0]}), "r")
     one = Qrels.from_dict({"a": {"d1": 1}})
     report = reports.query_report(run, one, "a", parse_metrics(["mrr"]), traditional="input")

@@ -8,7 +8,7 @@ over every ordering of tied documents), and ``pessimistic`` / ``optimistic`` bou
 ties allow. Every function taking ``traditional`` reads that order's column of a
 `core.metrics.policy_table`. The G-RAG tie report (`core.tiereport.TieReport`) is shaped by
 `tie_report_summary`, `tie_report_runs` and `tie_report_queries`; the hybrid-RAG report's
-bands (`core.bands`) by `add_bands`.
+bands (`core.bands`) are the ``band`` column of `summary_long`.
 """
 
 from __future__ import annotations
@@ -73,83 +73,6 @@ def named(evaluation: Evaluation, metrics: Sequence[Metric]) -> Evaluation:
     return replace(evaluation, values=values, means=means, metrics=list(metrics))
 
 
-def significance_marker(p_value: float) -> str:
-    """``‡`` for p < 0.01, ``†`` for p < 0.05, else empty."""
-    return "‡" if p_value < 0.01 else ("†" if p_value < 0.05 else "")
-
-
-def summary_table(
-    table: pd.DataFrame,
-    runs: Sequence[str],
-    metrics: Sequence[str],
-    significance: pd.DataFrame | None = None,
-    traditional: str = "trec",
-) -> pd.DataFrame:
-    """The Metrics summary: index ``run`` (in ``runs`` order); per metric a ``<m> (trad.)``
-    cell (``0.1234``) and a ``<m> tie-aware`` cell ``expected [pessimistic, optimistic]`` with
-    the `significance_marker` of the run's p-value against the baseline, if any.
-
-    ``table``: `core.metrics.policy_table` (run, metric, ``traditional``, expected,
-    pessimistic, optimistic); a policy missing from it (one the core refused) is shown as
-    `REFUSED`. ``significance``: `core.stats.compare_runs` against the baseline, or None."""
-    p_values: dict[tuple[str, str], float] = {}
-    if significance is not None:
-        p_values = dict(
-            zip(
-                zip(significance["run_b"], significance["metric"], strict=True),
-                significance["p_value"],
-                strict=True,
-            )
-        )
-
-    def mark(run: str, metric: str) -> str:
-        marker = significance_marker(p_values[(run, metric)]) if (run, metric) in p_values else ""
-        return f" {marker}" if marker else ""
-
-    def cells(rows: pd.DataFrame, policy: str, digits: int) -> list[str]:
-        if policy not in rows.columns:
-            return [REFUSED] * len(runs)
-        return [f"{rows.loc[r, policy]:.{digits}f}" for r in runs]
-
-    summary = pd.DataFrame(index=pd.Index(list(runs), name="run"))
-    for name in metrics:
-        rows = table[table["metric"] == name].set_index("run")
-        summary[f"{name} (trad.)"] = cells(rows, traditional, 4)
-        expected, low, high = cells(rows, "expected", 4), cells(rows, "pessimistic", 3), cells(rows, "optimistic", 3)
-        summary[f"{name} tie-aware"] = [
-            f"{e} [{lo}, {hi}]" + mark(r, name) for r, e, lo, hi in zip(runs, expected, low, high, strict=True)
-        ]
-    return summary
-
-
-def add_bands(
-    summary: pd.DataFrame, table: pd.DataFrame, metrics: Sequence[str], traditional: str = "trec"
-) -> pd.DataFrame:
-    """``summary`` (`summary_table`) with a ``<m> band`` column after ``<m> tie-aware`` for
-    every metric the hybrid-RAG report interprets (`core.bands.band_scale`: MRR, Recall@10):
-    the band of the tie-aware value, followed by ``(trad.: <band>)`` when the traditional
-    value's band differs; the traditional band alone when the tie-aware value was refused."""
-    out = summary.copy()
-    runs = list(summary.index)
-    for name in metrics:
-        if band_scale(name) is None:
-            continue
-        rows = table[table["metric"] == name].set_index("run")
-
-        def band_of(policy: str, run: str, metric: str = name, at: pd.DataFrame = rows) -> str | None:
-            return band(metric, float(at.loc[run, policy])) if policy in at.columns else None
-
-        labels = []
-        for run in runs:
-            tied, trad = band_of("expected", run), band_of(traditional, run)
-            if tied is None:
-                labels.append(trad or "")
-            else:
-                labels.append(tied if trad in (None, tied) else f"{tied} (trad.: {trad})")
-        out.insert(out.columns.get_loc(f"{name} tie-aware") + 1, f"{name} band", labels)
-    return out
-
-
 def detail_table(table: pd.DataFrame, traditional: str = "trec") -> pd.DataFrame:
     """`core.metrics.policy_table` with ``traditional`` (the order's column) / ``expected``
     named ``traditional`` / ``tie-aware``, plus ``Δ (tie-aware − trad.)`` and ``tie range
@@ -158,24 +81,6 @@ def detail_table(table: pd.DataFrame, traditional: str = "trec") -> pd.DataFrame
     detail["Δ (tie-aware − trad.)"] = detail["tie-aware"] - detail["traditional"]
     detail["tie range width"] = detail["optimistic"] - detail["pessimistic"]
     return detail
-
-
-def mrr_range_table(table: pd.DataFrame, traditional: str = "trec") -> pd.DataFrame:
-    """Home's table from a `core.metrics.policy_table` of ``mrr@10`` (with the ``traditional``
-    order's column): index ``run``, columns traditional MRR@10, MTRR@10 (tie-aware), worst
-    case, best case."""
-    return (
-        table.rename(
-            columns={
-                traditional: "traditional MRR@10",
-                "expected": "MTRR@10 (tie-aware)",
-                "pessimistic": "worst case",
-                "optimistic": "best case",
-            }
-        )
-        .drop(columns="metric")
-        .set_index("run")
-    )
 
 
 # ---- issue 11: the tie story (one metric) and numeric summaries -------------------------------

@@ -303,26 +303,6 @@ def policy_evaluations(
     return {policy: evaluate(tuple(runs), qrels, plain, policy, rel_level) for policy in policies}
 
 
-@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
-def significance(
-    runs: tuple[Run, ...],
-    qrels: Qrels,
-    metrics: tuple[Metric, ...],
-    rel_level: int,
-    baseline: str | None,
-    test: str,
-    n_permutations: int = 5000,
-) -> pd.DataFrame:
-    """`core.stats.compare_runs` on the tie-aware (``expected``) per-query values, seed 0."""
-    expected = metric_reports.named(
-        policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
-    )
-    names = [m.name for m in metrics]
-    from core.stats import compare_runs
-
-    return compare_runs(expected.per_query, names, baseline=baseline, test=test, n_permutations=n_permutations, seed=0)
-
-
 @st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
 def pairwise(
     runs: tuple[Run, ...],
