@@ -268,35 +268,15 @@ with left:
     )
     st.caption(f"L2 penalty: {ui.escape_markdown(summary.penalty)}.")
     stem = figures.file_stem(f"leaderboard-{name}")
-    d1, d2, d3, d4 = st.columns(4)
-    with d1:
-        ui.download_text(
-            lambda: export.leaderboard_markdown(lb, seed=boot_seed),
-            f"{stem}.md",
-            "Markdown",
-            "lb_dl_md",
-            "text/markdown",
-        )
-    with d2:
-        ui.download_text(
-            lambda: export.leaderboard_latex(lb, seed=boot_seed),
-            f"{stem}.tex",
-            "LaTeX",
-            "lb_dl_tex",
-            "application/x-tex",
-        )
-    with d3:
-        ui.download_text(
-            lambda: export.leaderboard_csv(lb, seed=boot_seed), f"{stem}.csv", "CSV", "lb_download", "text/csv"
-        )
-    with d4:
-        ui.download_text(
-            lambda: export.leaderboard_json(lb, seed=boot_seed),
-            f"{stem}.json",
-            "JSON",
-            "lb_dl_json",
-            "application/json",
-        )
+    exports = (
+        (export.leaderboard_markdown, "md", "Markdown", "lb_dl_md", "text/markdown"),
+        (export.leaderboard_latex, "tex", "LaTeX", "lb_dl_tex", "application/x-tex"),
+        (export.leaderboard_csv, "csv", "CSV", "lb_download", "text/csv"),
+        (export.leaderboard_json, "json", "JSON", "lb_dl_json", "application/json"),
+    )
+    for column, (write, suffix, label, key, mime) in zip(st.columns(len(exports)), exports, strict=True):
+        with column:
+            ui.download_text(lambda write=write: write(lb, seed=boot_seed), f"{stem}.{suffix}", label, key, mime)
 with right:
     title = f"Ratings with {ci:.0%} {lb.intervals} intervals"
     points = reports.plotted(lb)
