@@ -260,10 +260,7 @@ CORPUS: list[Case] = [
 ]
 
 #: (file, first two argv items) known to fail, with why: reported to the file's owner
-KNOWN: dict[tuple[str, str, str], str] = {
-    ("bomb.trec.gz", "evaluate", "--engine"): "core.scale (stream) names the bomb without its .gz suffix",
-    ("bomb.jsonl.gz", "evaluate", "--engine"): "core.scale (stream) names the bomb without its .gz suffix",
-}
+KNOWN: dict[tuple[str, str, str], str] = {}
 
 
 def _param(case: Case, argv: list[str]) -> object:

@@ -120,9 +120,9 @@ def iter_chunks(spec: str, *, duplicates: str = "error", chunk_bytes: int = CHUN
 # ---------------------------------------------------------------------------------------
 # Text
 # ---------------------------------------------------------------------------------------
-def _blocks(path: Path, display: str, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
+def _blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
     """Blocks of whole lines (``(bytes, bytes consumed from the file)``); gzip decompressed as
-    a stream within `max_expanded_bytes`."""
+    a stream within `max_expanded_bytes` (refused naming the compressed file, ``x.trec.gz``)."""
     with path.open("rb") as raw_fh:
         gz = raw_fh.read(2) == _GZIP_MAGIC
         raw_fh.seek(0)
@@ -135,7 +135,7 @@ def _blocks(path: Path, display: str, chunk_bytes: int) -> Iterator[tuple[bytes,
             if limit is not None and expanded > limit:
                 raise DataError(
                     f"expands beyond {limit / 2**20:g} MB",
-                    file=display,
+                    file=path.name,
                     expected="a smaller file, or a larger --max-expanded-mb",
                 )
             if not block:
@@ -198,7 +198,7 @@ def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chun
     kind = ""
     offset = 0  # file lines before the current block
     before = 0
-    for number, (block, consumed) in enumerate(_blocks(path, display, chunk_bytes)):
+    for number, (block, consumed) in enumerate(_blocks(path, chunk_bytes)):
         delta, before = consumed - before, consumed
         if number == 0:
             if block[:2] in _UTF16_BOMS:
