@@ -329,7 +329,7 @@ def test_gzip_bomb_and_unsupported_options_are_one_line(tmp_path, small_shards, 
     monkeypatch.setenv("RANKLENS_MAX_EXPANDED_MB", "0.5")
     assert main(["evaluate", "--run", str(bomb), "--qrels", str(qrels), "--engine", "stream"]) == 2
     err = capsys.readouterr().err.splitlines()[-1]
-    assert err.startswith("error: bomb.trec: expands beyond 0.5 MB")
+    assert err.startswith("error: bomb.trec.gz: expands beyond 0.5 MB")
     monkeypatch.delenv("RANKLENS_MAX_EXPANDED_MB")
     args = ["evaluate", "--run", str(paths[0]), "--qrels", str(qrels), "--engine", "stream"]
     assert main([*args, "--report", "ties"]) == 2
