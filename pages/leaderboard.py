@@ -299,41 +299,60 @@ m4.metric(
 )
 
 truth = votes.meta.get("true_ratings") if hasattr(votes, "meta") else None
-panes = st.tabs(["Win rate", "Battles", "Predicted", "Bootstrap", *(["Fitted vs true"] if truth else [])])
 subset = models if len(models) >= 2 else table["model"].tolist()
-with panes[0]:
+
+
+def show_win_rate() -> None:
     figures.show_figure(
         win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset)),
         key="lb_fig_winrate",
         name=f"{stem}-win-rate",
     )
-with panes[1]:
+
+
+def show_battles() -> None:
     figures.show_figure(
         battle_count_heatmap(reports.focus_matrix(lb.battles, subset)),
         key="lb_fig_battles",
         name=f"{stem}-battles",
     )
-with panes[2]:
+
+
+def show_predicted() -> None:
     figures.show_figure(
         predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset)),
         key="lb_fig_predicted",
         name=f"{stem}-predicted",
     )
-with panes[3]:
+
+
+def show_bootstrap() -> None:
     if lb.samples is None:
         st.info("Run the bootstrap to see the distribution of a model's rating.")
-    else:
-        pick = st.selectbox("Model", table["model"].tolist(), key="lb_boot_model")
-        row = table.set_index("model").loc[pick]
-        figures.show_figure(
-            bootstrap_distribution(lb.samples[pick], row.rating, row.ci_low, row.ci_high, pick),
-            key="lb_fig_boot",
-            name=f"{stem}-bootstrap",
-        )
+        return
+    pick = st.selectbox("Model", table["model"].tolist(), key="lb_boot_model")
+    row = table.set_index("model").loc[pick]
+    figures.show_figure(
+        bootstrap_distribution(lb.samples[pick], row.rating, row.ci_low, row.ci_high, pick),
+        key="lb_fig_boot",
+        name=f"{stem}-bootstrap",
+    )
+
+
+def show_truth() -> None:
+    figures.show_figure(fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true")
+    st.caption(
+        "The demo votes are drawn from these true strengths, so the fitted ratings should scatter "
+        "around the diagonal within their intervals."
+    )
+
+
+# Tabs render lazily: only the open one runs and draws its figure (a heatmap of many models is the
+# page's most expensive drawing in the browser); switching tabs reruns the page from its caches.
+PANES = {"Win rate": show_win_rate, "Battles": show_battles, "Predicted": show_predicted, "Bootstrap": show_bootstrap}
 if truth:
-    with panes[4]:
-        figures.show_figure(fitted_vs_true(table, truth), key="lb_fig_truth", name=f"{stem}-fitted-vs-true")
-        st.caption(
-            "The demo votes are drawn from these true strengths, so the fitted ratings should scatter "
-            "around the diagonal within their intervals."
-        )
+    PANES["Fitted vs true"] = show_truth
+for pane, render in zip(st.tabs(list(PANES), key="lb_pane", on_change="rerun"), PANES.values(), strict=True):
+    if pane.open:
+        with pane:
+            render()
