@@ -10,7 +10,11 @@ browser), and prints one table:
 * per page (each also as ``run``: from the app's websocket connection to the end of the run,
   i.e. without the browser loading the HTML and JavaScript), ``cold``: the first visit of that page on this server (a new tab = a new session:
   the page's imports and its first computations on the demo data happen here), and ``warm``:
-  the median of ``--rounds`` later visits, each in a new session (what a second user waits).
+  the median of ``--rounds`` later visits, each in a new session (what a second user waits);
+  ``nav``: the median of ``--rounds`` visits by clicking the page's sidebar link in a tab that
+  already shows another page (what a user waits moving between pages: no HTML or JavaScript to
+  load, the session and Plotly already there), timed from the click to the end of the run with
+  the page's own title shown.
 
 A visit is timed from ``page.goto`` to the end of the run: the app connected, its script
 ``notRunning`` twice 100 ms apart, no status widget or skeleton, and the page's title (``h1``)
@@ -56,6 +60,8 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 VIEWPORT = {"width": 1440, "height": 900}
+#: the ``h1`` of each page (by url_path) once its own run has drawn it
+TITLES: dict[str, str] = {path: ("RankLens" if title == "Home" else title) for title, path in PAGES}
 #: the end of a run, read in one evaluation: connected, idle, nothing loading, a title shown
 _STATE_JS = """() => {
   const app = document.querySelector('[data-testid=stApp]');
@@ -154,6 +160,40 @@ def visit(context, url: str, timeout: float = 180.0) -> tuple[float, float]:
         tab.close()
 
 
+#: like `_STATE_JS`, but the title must be the given text (the page clicked to, not the one left)
+_TITLED_JS = """(expected) => {
+  const app = document.querySelector('[data-testid=stApp]');
+  if (!app || app.getAttribute('data-test-connection-state') !== 'CONNECTED') return false;
+  const busy = document.querySelector(
+    '[data-testid=stStatusWidget], [data-testid=stSkeleton], [data-testid=stAppSkeleton], [data-stale=true]');
+  const title = document.querySelector('[data-testid=stMain] h1');
+  return app.getAttribute('data-test-script-state') === 'notRunning' && !busy && !!title
+    && title.textContent.trim() === expected;
+}"""
+
+
+def navigate(tab, path: str, timeout: float = 180.0) -> float:
+    """Seconds from clicking ``path``'s sidebar link in ``tab`` to the end of that page's run
+    (its own title shown, nothing stale or loading, still so 100 ms later)."""
+    index = [p for _, p in PAGES].index(path)  # the links are in the navigation's order (Home's is "/")
+    link = tab.locator("[data-testid=stSidebarNavLink]").nth(index)
+    t0 = time.perf_counter()
+    link.click()
+    done_at = None
+    while time.perf_counter() - t0 < timeout:
+        state = tab.evaluate(_TITLED_JS, TITLES[path])
+        now = time.perf_counter()
+        if state:
+            if done_at is None:
+                done_at = now
+            elif now - done_at >= 0.1:
+                return done_at - t0
+        else:
+            done_at = None
+        tab.wait_for_timeout(20)
+    raise TimeoutError(f"/{path} did not finish within {timeout:.0f} s")
+
+
 def warnings_in(log: str) -> list[str]:
     """The server log's warning and error lines (Streamlit's and Python's)."""
     keys = ("warning", "error", "traceback", "deprecat")
@@ -187,6 +227,14 @@ def main(argv: list[str] | None = None) -> int:
             for _, path in PAGES:
                 visits = [visit(context, f"{base}/{path}") for _ in range(args.rounds)]
                 warm[path] = (statistics.median(v[0] for v in visits), statistics.median(v[1] for v in visits))
+            nav: dict[str, list[float]] = {path: [] for _, path in PAGES}
+            tab = context.new_page()
+            tab.goto(base + "/", wait_until="commit")
+            tab.wait_for_function(_TITLED_JS, arg=TITLES[PAGES[0][1]], timeout=180_000)
+            for _ in range(args.rounds):  # Data, Metrics, ..., Rerank, then Home again
+                for _, path in (*PAGES[1:], PAGES[0]):
+                    nav[path].append(navigate(tab, path))
+            tab.close()
         finally:
             context.close()
             stop_server(proc)
@@ -194,13 +242,15 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} on {os.cpu_count()} cores while measuring")
     print(f"server listening after {listening:.2f} s; first page (Home) rendered {first:.2f} s later")
-    print(f"{'page':<12} {'url':<12} {'cold s':>7} {'warm s':>7} {'cold run':>9} {'warm run':>9}")
+    print(f"{'page':<12} {'url':<12} {'cold s':>7} {'warm s':>7} {'cold run':>9} {'warm run':>9} {'nav s':>6}")
     for title, path in PAGES:
         (c, c_run), (w, w_run) = cold[path], warm[path]
-        print(f"{title:<12} /{path:<11} {c:>7.2f} {w:>7.2f} {c_run:>9.2f} {w_run:>9.2f}")
+        n = statistics.median(nav[path])
+        print(f"{title:<12} /{path:<11} {c:>7.2f} {w:>7.2f} {c_run:>9.2f} {w_run:>9.2f} {n:>6.2f}")
     print(
         f"cold: first visit of the page on this server (after Home); warm: median of {args.rounds} new sessions; "
-        "run: from the app's connection to the end of the run (without loading the page's HTML and JavaScript)"
+        "run: from the app's connection to the end of the run (without loading the page's HTML and JavaScript); "
+        f"nav: median of {args.rounds} clicks on the page's sidebar link in an open tab"
     )
     print("request hosts:", ", ".join(sorted(hosts)))
     found = warnings_in(log)
