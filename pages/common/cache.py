@@ -38,6 +38,7 @@ from core.errors import RankLensError
 from core.metrics import Evaluation, Metric, plain_metrics
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
+from core.runtime import freeze_heap
 
 # The capabilities one page needs are imported by its wrappers on first use (the Home page's
 # first render does not wait for Bradley-Terry, fusion, chunk or answer code, nor scipy).
@@ -705,7 +706,8 @@ def warm_up() -> bool:
     """Once per process (app.py calls it after each run; only the first call acts): a daemon
     thread imports `WARM_MODULES` and generates every demo family with its content digest
     (`core.demo.load_demo` keeps them for every session), so the first visit of each other page
-    does not wait for them. Nothing in it touches Streamlit. Returns whether it started now."""
+    does not wait for them, then freezes the heap (`core.runtime.freeze_heap`). Nothing in it
+    touches Streamlit. Returns whether it started now."""
     if _WARM_STARTED.is_set():
         return False
     _WARM_STARTED.set()
@@ -731,6 +733,7 @@ def _warm() -> None:
         for _, _, obj in items:
             if isinstance(obj, (Run, Qrels, Votes)):
                 content_digest(obj)
+    freeze_heap()  # the modules and demos are the long-lived heap: runs' full collections skip them
 
 
 def clear() -> None:
