@@ -1,17 +1,17 @@
-"""Figures and styled tables for the Metrics page (pure: data in, figure out)."""
+"""Figures and styled tables for the Metrics page (pure: data in, figure out), and the tie story
+of Home and Metrics as inline SVG (`tie_range_svg`: no Plotly on the server or in the browser)."""
 
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Collection
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
-from core.charts import PALETTE, base_layout, html_label, wrap_label
+from core.charts import PALETTE, THEME_COLORS, base_layout, html_label, wrap_label
 
 TRADITIONAL_COLOR = "#8fa3b8"
 TIE_AWARE_COLOR = "#e07b39"
@@ -19,6 +19,9 @@ RANGE_COLOR = "rgba(224,123,57,0.28)"
 TRADITIONAL_MARK = "#3b6ea8"  # readable on the light and the dark theme (`core.charts.template_for`)
 FLIP_COLOR = "#c0392b"
 FLIP_SIGN = "⇅"
+
+if TYPE_CHECKING:  # Plotly is imported by the figure builders: `tie_range_svg` (Home) needs none
+    import plotly.graph_objects as go
 
 
 def tie_range_figure(
@@ -38,6 +41,8 @@ def tie_range_figure(
     ``table``: `core.metrics.policy_table` (run, metric, ``traditional``, expected,
     pessimistic, optimistic). ``order_label`` names the traditional order in the legend (default
     ``traditional``). Run names are HTML-escaped (they come from the user's files)."""
+    import plotly.graph_objects as go
+
     rows = table[table["metric"] == metric].sort_values(["expected", "run"], ascending=[False, True], kind="stable")
     runs = [str(r) for r in rows["run"]]
     flags = [r in flagged for r in runs]
@@ -124,6 +129,205 @@ def tie_range_figure(
     return fig
 
 
+#: the SVG tie story's geometry (viewBox units = CSS px at 1:1): width, the left column of run
+#: names, the right margin, the title and legend above the rows, one row per run, the x axis below
+_SVG_WIDTH, _SVG_NAMES, _SVG_RIGHT, _SVG_TOP, _SVG_ROW, _SVG_AXIS = 1000, 230, 24, 66, 40, 24
+#: run names longer than this are cut with "…" (the row's tooltip holds the whole name)
+_SVG_NAME_CHARS = 30
+_SVG_FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
+#: characters Markdown, LaTeX or emoji shortcodes would read, written as numeric character
+#: references (the same text in SVG/HTML): pages draw the SVG through Streamlit's Markdown.
+#: Applied after `html.escape`, so not ``& # ;`` (its entities are made of them)
+_INERT = str.maketrans({c: f"&#{ord(c)};" for c in "[]()!*_`$:~\\{}|@\n\r\t"})
+
+
+def _svg_text(value: object) -> str:
+    """``value`` as SVG text or attribute content: `html.escape` (``& < > " '``), then the
+    characters of `_INERT` as character references (no line breaks, nothing Markdown reads)."""
+    return html.escape(str(value), quote=True).translate(_INERT)
+
+
+def _number(value: float) -> str:
+    """``value`` at four decimals, ``n/a`` when it is NaN or infinite."""
+    return f"{value:.4f}" if np.isfinite(value) else "n/a"
+
+
+def _nice_ticks(lo: float, hi: float) -> list[float]:
+    """4 to 6 round values inside [lo, hi]: a step of 1, 2, 2.5 or 5 times a power of ten when
+    one gives 4 to 6 ticks, else of 3 or 4, else of 1.5, 6, 7.5 or 8 (the count nearest 5)."""
+    span = hi - lo
+    if not (np.isfinite(span) and span > 0):
+        return [lo]
+    exponent = int(np.floor(np.log10(span / 5)))
+    best: tuple[tuple[int, int, int, float], list[float]] | None = None
+    for tier, multiples in enumerate(((1.0, 2.0, 2.5, 5.0), (3.0, 4.0), (1.5, 6.0, 7.5, 8.0))):
+        for e in (exponent - 1, exponent, exponent + 1):
+            for m in multiples:
+                step = m * 10.0**e
+                first, last = int(np.ceil(lo / step - 1e-9)), int(np.floor(hi / step + 1e-9))
+                ticks = [round(k * step, 12) for k in range(first, last + 1)]
+                score = (0 if 4 <= len(ticks) <= 6 else 1, tier, abs(len(ticks) - 5), -step)
+                if best is None or score < best[0]:
+                    best = (score, ticks)
+    assert best is not None
+    return best[1]
+
+
+def _tick_label(value: float, ticks: list[float]) -> str:
+    """``value`` with as many decimals as the tick step needs (0.25 steps: two)."""
+    step = ticks[1] - ticks[0] if len(ticks) > 1 else 1.0
+    decimals = 0
+    while decimals < 8 and abs(round(step, decimals) - step) > 1e-9 * max(abs(step), 1e-12):
+        decimals += 1
+    return f"{value + 0.0:.{decimals}f}"
+
+
+def _rgba(color: str) -> tuple[str, str]:
+    """A CSS colour as (SVG colour, opacity): ``rgba(r,g,b,a)`` -> ``rgb(r,g,b)``, ``a``, so
+    viewers without CSS colour level 3 draw it too."""
+    match = re.fullmatch(r"rgba\(\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*,\s*([\d.]+)\s*\)", color)
+    if match is None:
+        return color, "1"
+    r, g, b, a = match.groups()
+    return f"rgb({r},{g},{b})", a
+
+
+def _legend(items: list[tuple[str, str]], y: float, text: str) -> list[str]:
+    """The legend row: (mark's SVG at x=0, label already escaped) side by side from the left,
+    each label's width estimated from its length."""
+    out, x = [], 0.0
+    for mark, label in items:
+        out.append(
+            f'<g transform="translate({x:.1f},{y:.1f})">{mark}'
+            f'<text x="22" y="4" fill="{text}" font-size="12">{label}</text></g>'
+        )
+        x += 22 + 6.3 * len(html.unescape(label)) + 24
+    return out
+
+
+def tie_range_svg(
+    table: pd.DataFrame,
+    metric: str,
+    traditional: str = "trec",
+    flagged: Collection[str] = (),
+    order_label: str | None = None,
+    theme_type: str | None = None,
+) -> str:
+    """`tie_range_figure` as a small inline SVG (no Plotly in the browser): per run a bar over
+    the [pessimistic, optimistic] range, the tie-aware value as a diamond and the traditional
+    value as a tick, runs sorted by the tie-aware value (best on top), flagged runs with a red
+    `FLIP_SIGN` before their name and a red tick; the title, a legend row, an x axis with 4-6
+    round ticks and gridlines (the x range of `tie_range_figure`), run names on the left (cut
+    with "…" past `_SVG_NAME_CHARS`).
+
+    Same inputs as `tie_range_figure`; ``theme_type`` (``"light"``/``"dark"``, None: light)
+    picks `core.charts.THEME_COLORS` for text and grid, the background stays transparent.
+    Responsive (``viewBox``, ``width="100%"``), 90 + 40 px per run high. Each run's row has a
+    native tooltip (``<title>``: run, range, tie-aware, traditional at four decimals, ``n/a``
+    for NaN, which draws no mark). Every string from the user (run names, metric, order
+    label) goes through `_svg_text`: HTML-escaped, and inert under Markdown too."""
+    colors = THEME_COLORS[theme_type if theme_type in THEME_COLORS else "light"]
+    rows = table[table["metric"] == metric].sort_values(["expected", "run"], ascending=[False, True], kind="stable")
+    runs = [str(r) for r in rows["run"]]
+    flags = [r in flagged for r in runs]
+    low = rows["pessimistic"].to_numpy(dtype=np.float64)
+    high = rows["optimistic"].to_numpy(dtype=np.float64)
+    tied = rows["expected"].to_numpy(dtype=np.float64)
+    trad = rows[traditional].to_numpy(dtype=np.float64)
+    finite = np.concatenate([low, high, trad])
+    finite = finite[np.isfinite(finite)]
+    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    pad = max(0.08 * (hi - lo), 0.01)
+    x0, x1 = (max(lo - pad, 0.0) if lo >= 0 else lo - pad), hi + pad
+    left, right = _SVG_NAMES, _SVG_WIDTH - _SVG_RIGHT
+    bottom = _SVG_TOP + _SVG_ROW * max(len(runs), 1)
+    height = bottom + _SVG_AXIS
+
+    def x_of(value: float) -> float:
+        return left + (value - x0) / (x1 - x0) * (right - left)
+
+    range_fill, range_opacity = _rgba(RANGE_COLOR)
+    title = f"{metric}: the range ties allow, per run"
+    trad_name = f"traditional ({order_label})" if order_label else "traditional"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_SVG_WIDTH} {height}" width="100%" '
+        f'height="{height}" preserveAspectRatio="xMinYMin meet" role="img" '
+        f'aria-label="{_svg_text(f"{title}: {len(runs)} run" + ("s" if len(runs) != 1 else ""))}" '
+        f'font-family="{_SVG_FONT}" font-size="13" style="background:transparent">',
+        f'<text x="0" y="20" fill="{colors["text"]}" font-size="16" font-weight="600">{_svg_text(title)}</text>',
+    ]
+    diamond = f'<polygon points="8,-7 15,0 8,7 1,0" fill="{TIE_AWARE_COLOR}" stroke="white" stroke-width="1"/>'
+    legend = [
+        (
+            f'<rect x="0" y="-6" width="16" height="12" fill="{range_fill}" fill-opacity="{range_opacity}" '
+            f'stroke="{TIE_AWARE_COLOR}" stroke-width="1"/>',
+            _svg_text("range ties allow [pessimistic, optimistic]"),
+        ),
+        (diamond, "tie-aware"),
+        (f'<line x1="8" y1="-8" x2="8" y2="8" stroke="{TRADITIONAL_MARK}" stroke-width="3"/>', _svg_text(trad_name)),
+    ]
+    if any(flags):
+        legend.append(
+            (
+                f'<line x1="8" y1="-8" x2="8" y2="8" stroke="{FLIP_COLOR}" stroke-width="3"/>',
+                _svg_text(f"{FLIP_SIGN} order differs: traditional vs tie-aware"),
+            )
+        )
+    parts += _legend(legend, 46, colors["text"])
+    ticks = [t for t in _nice_ticks(x0, x1) if x0 - 1e-12 <= t <= x1 + 1e-12]
+    for t in ticks:
+        x = x_of(t)
+        parts.append(
+            f'<line x1="{x:.1f}" y1="{_SVG_TOP}" x2="{x:.1f}" y2="{bottom}" stroke="{colors["grid"]}" stroke-width="1"/>'
+            f'<text x="{x:.1f}" y="{bottom + 17}" fill="{colors["muted"]}" font-size="12" '
+            f'text-anchor="middle">{_tick_label(t, ticks)}</text>'
+        )
+    parts.append(
+        f'<line x1="{left}" y1="{bottom}" x2="{right}" y2="{bottom}" stroke="{colors["zero"]}" stroke-width="1"/>'
+    )
+    if not runs:
+        parts.append(
+            f'<text x="{left}" y="{_SVG_TOP + _SVG_ROW / 2 + 4}" fill="{colors["muted"]}">'
+            f"{_svg_text(f'No run has a value for {metric}.')}</text>"
+        )
+    for i, (run, flag) in enumerate(zip(runs, flags, strict=True)):
+        y = _SVG_TOP + _SVG_ROW * i + _SVG_ROW / 2
+        short = run if len(run) <= _SVG_NAME_CHARS else run[: _SVG_NAME_CHARS - 1].rstrip() + "…"
+        tip = (
+            f"{run} — range [{_number(low[i])}, {_number(high[i])}], tie-aware {_number(tied[i])}, "
+            f"traditional {_number(trad[i])}"
+            + (f" ({FLIP_SIGN} order differs: traditional vs tie-aware)" if flag else "")
+        )
+        sign = f'<tspan fill="{FLIP_COLOR}">{FLIP_SIGN}</tspan> ' if flag else ""
+        row = [
+            f'<g class="run"><title>{_svg_text(tip)}</title>',
+            f'<rect x="0" y="{y - _SVG_ROW / 2:.1f}" width="{right}" height="{_SVG_ROW}" fill="#000" fill-opacity="0"/>',  # the row's hover area
+            f'<text x="{left - 10}" y="{y + 4.5:.1f}" fill="{colors["text"]}" text-anchor="end">'
+            f"{sign}{_svg_text(short)}</text>",
+        ]
+        if np.isfinite(low[i]) and np.isfinite(high[i]):
+            a, b = sorted((x_of(low[i]), x_of(high[i])))
+            row.append(
+                f'<rect x="{a:.1f}" y="{y - 11:.1f}" width="{max(b - a, 1.0):.1f}" height="22" fill="{range_fill}" '
+                f'fill-opacity="{range_opacity}" stroke="{TIE_AWARE_COLOR}" stroke-width="1"/>'
+            )
+        if np.isfinite(trad[i]):
+            x = x_of(trad[i])
+            row.append(
+                f'<line x1="{x:.1f}" y1="{y - 12:.1f}" x2="{x:.1f}" y2="{y + 12:.1f}" '
+                f'stroke="{FLIP_COLOR if flag else TRADITIONAL_MARK}" stroke-width="3"/>'
+            )
+        if np.isfinite(tied[i]):
+            x = x_of(tied[i])
+            row.append(
+                f'<polygon points="{x:.1f},{y - 7.5:.1f} {x + 7.5:.1f},{y:.1f} {x:.1f},{y + 7.5:.1f} {x - 7.5:.1f},{y:.1f}" '
+                f'fill="{TIE_AWARE_COLOR}" stroke="white" stroke-width="1"/>'
+            )
+        parts.append("".join(row) + "</g>")
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
 def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, traditional: str = "trec") -> go.Figure:
     """Grouped bars per run: traditional (the ``traditional`` order: ``trec``, ``input`` or
     ``given``, named in the legend) next to tie-aware (``expected``), the tie-aware bar
@@ -132,6 +336,9 @@ def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, tradition
     ``table``: long form with columns run, metric, ``traditional``, expected, pessimistic,
     optimistic (`core.metrics.policy_table`).
     """
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
     metrics = metrics or list(dict.fromkeys(table["metric"]))
     cols = 2 if len(metrics) in (2, 4) else (min(len(metrics), 3) or 1)
     rows = int(np.ceil(len(metrics) / cols)) or 1
@@ -198,6 +405,8 @@ def tie_gap_scatter(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
     ``frame``: columns run, qid, tie_ratio, gap (absolute difference), traditional, expected
     (`core.metrics.tie_gap_table`; its ``traditional_order``, when present, is named in the title).
     """
+    import plotly.graph_objects as go
+
     fig = go.Figure()
     for i, (run, sub) in enumerate(frame.groupby("run", sort=False)):
         fig.add_trace(
@@ -247,6 +456,8 @@ def gap_vs_tie_size(frame: pd.DataFrame, metric_label: str = "RR") -> go.Figure:
 
     ``frame``: `core.metrics.tie_gap_table` (run, qid, traditional, expected, gap,
     max_group[, traditional_order]); ``max_group`` is 1 without a tie, 0 without results."""
+    import plotly.graph_objects as go
+
     trad = _traditional_label(frame)
     fig = go.Figure()
     for i, (run, sub) in enumerate(frame.groupby("run", sort=False)):
@@ -294,6 +505,8 @@ def gap_histogram(frame: pd.DataFrame, metric_label: str = "RR", bins: int = 30)
     ``hist(gaps, bins=30)``), one overlaid bar trace per run.
 
     ``frame``: `core.metrics.tie_gap_table` (run, gap[, traditional_order])."""
+    import plotly.graph_objects as go
+
     trad = _traditional_label(frame)
     gaps = frame["gap"].to_numpy(dtype=np.float64)
     edges = np.histogram_bin_edges(gaps, bins=bins) if len(gaps) else np.linspace(0.0, 1.0, bins + 1)
@@ -351,6 +564,8 @@ def tie_size_histogram(distributions: dict[str, pd.DataFrame]) -> go.Figure:
 
     ``distributions``: run name -> DataFrame with columns size, groups.
     """
+    import plotly.graph_objects as go
+
     fig = go.Figure()
     sizes: list[int] = []
     counts: list[int] = []
