@@ -11,7 +11,7 @@ from core.metrics import parse_metrics
 from core.reports import metrics as reports
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
-from pages.common.figures import show_figure
+from pages.common.figures import show_svg
 
 #: the metrics Home's figure can show (the first is the default)
 HOME_METRICS = ["mrr@10", "ndcg@10", "map", "hits@3", "recall@10", "precision@10"]
@@ -51,7 +51,7 @@ if qrels is not None and runs:
     except RankLensError as exc:
         ui.show_error(exc, escape=True)
         st.stop()
-    show_figure(story.figure, key="home_ties", name=f"ranklens-ties-{metric_name}")
+    show_svg(story.svg(st.context.theme.type), key="home_ties", name=f"ranklens-ties-{metric_name}")
     st.markdown(ui.escape_markdown(story.sentence))
     ui.warn_overlap(runs, qrels)
     summary = cache.summary_long(tuple(runs), qrels, metric, (metric_name,), trad).drop(columns="metric")

@@ -23,7 +23,7 @@ from core.reports import metrics as reports
 from core.stats import CORRECTIONS, TESTS
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
-from pages.common.figures import show_figure
+from pages.common.figures import show_figure, show_svg
 
 PRESETS = [
     "mrr@10",
@@ -120,7 +120,7 @@ with st.spinner("Evaluating…"):
     expected = reports.named(evaluations["expected"], metrics)
     story = cache.tie_story(runs, qrels, metrics, figure_metric, trad, rel_level)
 
-show_figure(story.figure, key="tie_range", name=f"ranklens-ties-{figure_metric}")
+show_svg(story.svg(st.context.theme.type), key="tie_range", name=f"ranklens-ties-{figure_metric}")
 st.markdown(ui.escape_markdown(story.sentence))
 st.caption(
     f"{reports.order_caption(trad)} Tie-aware values are the exact mean over every ordering of tied documents "

@@ -568,12 +568,16 @@ def policy_table(
 
 @dataclass(frozen=True)
 class TieStory:
-    """The tie story of one metric as Home and Metrics show it: the figure
-    (`core.charts.metrics.tie_range_figure`, flipped runs flagged) and the sentence under it
-    (`core.reports.metrics.tie_story`)."""
+    """The tie story of one metric as Home and Metrics show it: the figure as inline SVG per
+    theme type (`core.charts.metrics.tie_range_svg`, flipped runs flagged; "light" and "dark")
+    and the sentence under it (`core.reports.metrics.tie_story`)."""
 
-    figure: Any  # plotly.graph_objects.Figure (shared: never mutate it)
+    svgs: dict[str, str]  # theme type -> SVG text (shared: never mutate it)
     sentence: str
+
+    def svg(self, theme_type: str | None = None) -> str:
+        """The figure for ``theme_type`` (``st.context.theme.type``; None or unknown: light)."""
+        return self.svgs.get(theme_type or "light", self.svgs["light"])
 
 
 @st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
@@ -587,19 +591,18 @@ def tie_story(
 ) -> TieStory:
     """The `TieStory` of ``metric`` (one of ``metrics``' names) from the cached `policy_table`
     of ``metrics`` under `core.reports.metrics.policies_for` ``(traditional)``."""
-    from core.charts.metrics import tie_range_figure
+    from core.charts import THEME_TYPES
+    from core.charts.metrics import tie_range_svg
 
     policies = tuple(metric_reports.policies_for(traditional))
     table = policy_table(runs, qrels, metrics, policies, rel_level)
-    flips = metric_reports.order_flips(table, metric, traditional)
-    figure = tie_range_figure(
-        table,
-        metric,
-        traditional,
-        flagged=metric_reports.flipped_runs(flips),
-        order_label=metric_reports.ORDER_CHOICES[traditional],
-    )
-    return TieStory(figure, metric_reports.tie_story(table, metric, traditional))
+    flagged = metric_reports.flipped_runs(metric_reports.order_flips(table, metric, traditional))
+    label = metric_reports.ORDER_CHOICES[traditional]
+    svgs = {
+        kind: tie_range_svg(table, metric, traditional, flagged=flagged, order_label=label, theme_type=kind)
+        for kind in THEME_TYPES
+    }
+    return TieStory(svgs, metric_reports.tie_story(table, metric, traditional))
 
 
 @st.cache_data(max_entries=32, show_spinner=False, hash_funcs=DATASETS)

@@ -10,18 +10,25 @@
   `FORMAT_KEY`, drawn once in the shared sidebar) sets it for every chart of every page;
   `show_figure` reads it (`state.FIG_FORMAT`), PNG by default.
   The file is named after the figure (``name``), at twice the screen resolution for PNG.
+- Inline SVG (`show_svg`, the tie story of Home and Metrics): drawn without Plotly's 4.7 MB
+  browser chunk, through Streamlit's Markdown with HTML allowed, because ``st.html``'s sanitizer
+  (DOMPurify with the HTML profile only) removes ``<svg>`` and everything in it; the builder
+  escapes every user string (`core.charts.metrics.tie_range_svg`). A "Download SVG" button
+  saves the same file.
 """
 
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import plotly.graph_objects as go
 import streamlit as st
 
 from core.charts import themed
 from pages.common import state
+
+if TYPE_CHECKING:  # Home draws no Plotly figure: it imports this module without Plotly
+    import plotly.graph_objects as go
 
 #: the widget key of `image_format_picker`
 FORMAT_KEY = state.FIG_FORMAT.key
@@ -78,3 +85,26 @@ def show_figure(
         key=key,
         config=figure_config(name, image_format),
     )
+
+
+def show_svg(svg: str, *, name: str, key: str) -> None:
+    """Draw the inline SVG ``svg`` (a pure builder's, every user string escaped) across the
+    page's width in a container keyed ``key`` (CSS class ``st-key-<key>``), with a small
+    "Download SVG" button writing ``<file_stem(name)>.svg``.
+
+    Streamlit's Markdown keeps the SVG as it is (``st.html`` would strip it): the body starts
+    with a ``<div>`` and has no blank line, so Markdown takes all of it as one HTML block and
+    reads nothing inside it."""
+    lines = "\n".join(line for line in svg.splitlines() if line.strip())
+    with st.container(key=key, gap="small"):
+        st.markdown(f'<div class="ranklens-svg" style="line-height:0">\n{lines}\n</div>', unsafe_allow_html=True)
+        st.download_button(
+            "Download SVG",
+            data=svg,
+            file_name=f"{file_stem(name)}.svg",
+            mime="image/svg+xml",
+            key=f"{key}_svg",
+            on_click="ignore",
+            type="tertiary",
+            icon=":material/download:",
+        )

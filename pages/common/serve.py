@@ -15,7 +15,7 @@ uses ``st.navigation`` (as app.py does on every run) removes that window. `make 
 browser tests start the app through this module.
 
 While the server starts, a daemon thread (`prepare_first_page`) imports what app.py and the
-Home page import and prepares Home's demo (datasets, digests, derived values, one tie figure),
+Home page import and prepares Home's demo (datasets, digests, derived values, its tie SVG),
 so the first page comes soon after the server listens; it calls no Streamlit API and a failure
 in it only leaves the work to the first run.
 """
@@ -29,11 +29,10 @@ import threading
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
-#: the core modules app.py, pages.common and the Home page import (with Plotly, pandas and
-#: pyarrow; pages.common.state needs core.rerank's types); not
+#: the core modules app.py, pages.common and the Home page import (with pandas and pyarrow;
+#: pages.common.state needs core.rerank's types; no Plotly: Home's tie story is SVG); not
 #: pages.common: its cached functions must first be declared once Streamlit's runtime exists
 FIRST_PAGE_MODULES: tuple[str, ...] = (
-    "plotly.graph_objects",
     "core.runtime",
     "core.data",
     "core.metrics",
@@ -55,13 +54,12 @@ _HOME_METRIC, _HOME_ORDER = "mrr@10", "trec"
 def prepare_first_page() -> None:
     """Import `FIRST_PAGE_MODULES`, generate the evaluation demo with its content digests and
     evaluate it for Home's default metric under the four policies (the datasets keep what is
-    derived from them: ranked views, qrels joins, ideal gains), then build and theme one tie
-    figure (Plotly loads its validators on first use). Core only: no Streamlit call, nothing
-    is cached under a session's key; the pages' own cached calls then run on warm datasets."""
+    derived from them: ranked views, qrels joins, ideal gains), then build its tie SVG once
+    (`core.charts.metrics.tie_range_svg`). Core only: no Streamlit call, nothing is cached under
+    a session's key; the pages' own cached calls then run on warm datasets."""
     for name in FIRST_PAGE_MODULES:
         importlib.import_module(name)
-    from core.charts import themed
-    from core.charts.metrics import tie_range_figure
+    from core.charts.metrics import tie_range_svg
     from core.data import Qrels, Run, content_digest
     from core.demo import load_demo
     from core.metrics import evaluate, parse_metrics, plain_metrics, policy_table
@@ -77,7 +75,7 @@ def prepare_first_page() -> None:
     metrics = parse_metrics([_HOME_METRIC])
     plain = plain_metrics(metrics)
     evaluations = {p: evaluate(runs, qrels[0], plain, ties=p) for p in policies_for(_HOME_ORDER)}
-    themed(tie_range_figure(policy_table(evaluations, metrics), _HOME_METRIC, _HOME_ORDER), None)
+    tie_range_svg(policy_table(evaluations, metrics), _HOME_METRIC, _HOME_ORDER)
 
 
 def _prepare_quietly() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -32,6 +33,34 @@ def chart_titles(at: AppTest) -> list[str]:
     import json
 
     return [json.loads(c.proto.spec)["layout"]["title"]["text"] for c in at.get("plotly_chart")]
+
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def svg_bodies(at: AppTest) -> list[str]:
+    """The inline SVG figures on the page (`pages.common.figures.show_svg`: Markdown with HTML)."""
+    return [m.value for m in at.markdown if "<svg" in m.value]
+
+
+def tie_svg(at: AppTest, i: int = 0) -> ET.Element:
+    """The page's ``i``-th inline SVG figure, parsed (the tie story on Home and Metrics)."""
+    bodies = svg_bodies(at)
+    assert len(bodies) > i, "no inline SVG figure on the page"
+    svg = ET.fromstring(bodies[i]).find(f"{SVG}svg")
+    assert svg is not None
+    return svg
+
+
+def svg_texts(svg: ET.Element) -> list[str]:
+    """Every ``<text>`` of ``svg`` as drawn (title, legend, run names, ticks), in order."""
+    return ["".join(t.itertext()) for t in svg.iter(f"{SVG}text")]
+
+
+def svg_rows(svg: ET.Element) -> list[tuple[str, str]]:
+    """(run name as drawn, tooltip) of every run row of a tie SVG, top to bottom."""
+    rows = [g for g in svg.iter(f"{SVG}g") if g.get("class") == "run"]
+    return [("".join(next(g.iter(f"{SVG}text")).itertext()), g.findtext(f"{SVG}title") or "") for g in rows]
 
 
 def open_page(at: AppTest, page: str) -> AppTest:

@@ -9,13 +9,18 @@ docids and passages), every page is opened, and then:
 * every Markdown-rendering body (markdown, captions, alerts, toasts, titles, expander and tab
   labels, widget labels, radio options) holding a payload holds it escaped (`pages.common.ui.escape_markdown`: no raw ``![``,
   ``](``, ``<img``, ``**`` from the payload; code spans, which render literally, are skipped);
-* every string of every Plotly figure holding a payload holds no raw ``<`` of it (HTML-escaped).
+* every string of every Plotly figure holding a payload holds no raw ``<`` of it (HTML-escaped);
+* every inline SVG figure (the tie story, drawn through Markdown with HTML allowed) parses as
+  XML made only of the figure's own elements and attributes (no ``<img>``, ``<a>``,
+  ``<script>``, no ``href``, no event handler), and its text holds no payload's Markdown or
+  HTML raw (Markdown characters are character references).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 
 from streamlit.testing.v1 import AppTest
@@ -37,6 +42,13 @@ RAW = re.compile(r"!\[|(?<!\\)\]\(|(?<!\\)<(img|a)\b|(?<![\\*])\*\*bold|https?:/
 #: the payload's HTML, unescaped (Plotly renders a subset of HTML, links included)
 RAW_HTML = re.compile(r"<(img|a)\b")
 CODE_SPAN = re.compile(r"`[^`]*`")
+#: what an inline SVG figure may hold: its own elements and attributes, nothing that loads or runs
+SVG_ELEMENTS = {"div", "svg", "g", "title", "text", "tspan", "rect", "line", "polygon"}
+SVG_ATTRIBUTES = {
+    "class", "style", "viewBox", "width", "height", "preserveAspectRatio", "role", "aria-label", "font-family",
+    "font-size", "font-weight", "x", "y", "x1", "y1", "x2", "y2", "points", "fill", "fill-opacity", "stroke",
+    "stroke-width", "text-anchor", "transform",
+}  # fmt: skip
 
 RUN = "".join(
     f"{q} Q0 {d} {r} {s} {TOKEN}\n"
@@ -119,11 +131,33 @@ def _figure_strings(at: AppTest) -> Iterator[tuple[str, str]]:
             yield title, text
 
 
+def _svg_payloads(at: AppTest, page: str) -> int:
+    """Check every inline SVG figure (see the module's docstring); how many held a payload."""
+    seen = 0
+    for element in at.markdown:
+        body = str(element.value)
+        if "<svg" not in body:
+            continue
+        root = ET.fromstring(body)  # well formed: no user string closed an element or attribute
+        for node in root.iter():
+            tag = node.tag.split("}")[-1]
+            assert tag in SVG_ELEMENTS, f"{page}: inline SVG holds <{tag}>"
+            assert set(node.attrib) <= SVG_ATTRIBUTES, f"{page}: inline SVG <{tag}> has {sorted(node.attrib)}"
+        text = " ".join(root.itertext())
+        if "bold" in text and "127.0.0.1" in text:
+            seen += 1
+        bare = body.replace('xmlns="http://www.w3.org/2000/svg"', "")
+        assert not RAW.search(bare), f"{page}: inline SVG holds a payload raw: {RAW.search(bare)}"
+    return seen
+
+
 def assert_rendered_as_text(at: AppTest, page: str) -> int:
     """Fail on any payload rendered unescaped; how many bodies and labels held a payload."""
     assert not at.exception, [e.value for e in at.exception]
-    seen = 0
+    seen = _svg_payloads(at, page)
     for kind, body in _markdown_bodies(at):
+        if "<svg" in body:
+            continue  # checked as SVG above
         if any(s in body for s in SIGNS):
             seen += 1
             bare = CODE_SPAN.sub("", body)
@@ -152,6 +186,8 @@ def test_every_page_renders_hostile_text_as_text(app):
     for page in ("home", "data", "metrics", "fusion"):
         open_page(at, page)
         seen += assert_rendered_as_text(at, page)
+        if page in ("home", "metrics"):
+            assert _svg_payloads(at, page) == 1  # the tie story drew the hostile run names, inert
     # the Data page's inspector on the hostile run and qrels
     open_page(at, "data")
     at.selectbox(key="inspect_kind").set_value("run").run()

@@ -1,6 +1,7 @@
 """Issue 11's speed work: the page tables and figures cached by content digest give exactly what
 the pure builders give, equal content hits the cache, and the first page's head start
-(pages.common.serve.prepare_first_page) and Home's imports stay free of Streamlit and scipy.stats."""
+(pages.common.serve.prepare_first_page) and Home's imports stay free of Streamlit and scipy.stats
+(and of Plotly: Home's tie story is inline SVG)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from pathlib import Path
 
 import pandas as pd
 
+from core.charts import THEME_TYPES
 from core.charts.fusion import movement_figure
-from core.charts.metrics import metric_bars, tie_range_figure
+from core.charts.metrics import metric_bars, tie_range_svg
 from core.data import Qrels, Run
 from core.demo import load_demo
 from core.fusion import FusionParams, provenance_with
@@ -44,8 +46,12 @@ def test_tie_story_and_tables_match_the_builders():
         for name in ("mrr@10", "ndcg@10"):
             story = cache.tie_story(runs, qrels, metrics, name, trad)
             flagged = reports.flipped_runs(reports.order_flips(table, name, trad))
-            direct = tie_range_figure(table, name, trad, flagged=flagged, order_label=reports.ORDER_CHOICES[trad])
-            assert _spec(story.figure) == _spec(direct)
+            for kind in THEME_TYPES:
+                direct = tie_range_svg(
+                    table, name, trad, flagged=flagged, order_label=reports.ORDER_CHOICES[trad], theme_type=kind
+                )
+                assert story.svg(kind) == direct
+            assert story.svg(None) == story.svg("light")  # theme not known yet: light
             assert story.sentence == reports.tie_story(table, name, trad)
             assert cache.tie_story(runs, qrels, metrics, name, trad) is story  # equal content: a cache hit
         names = [r.name for r in runs]
@@ -75,14 +81,15 @@ def _fresh_python(code: str) -> str:
     return done.stdout.strip()
 
 
-def test_first_page_head_start_needs_neither_streamlit_nor_scipy_stats():
+def test_first_page_head_start_needs_neither_streamlit_nor_scipy_stats_nor_plotly():
     out = _fresh_python(
         "import sys\n"
-        "from pages.common.serve import prepare_first_page\n"
+        "from pages.common.serve import FIRST_PAGE_MODULES, prepare_first_page\n"
         "prepare_first_page()\n"
-        "print('streamlit' in sys.modules, 'scipy.stats' in sys.modules, 'core.metrics' in sys.modules)"
+        "print('streamlit' in sys.modules, 'scipy.stats' in sys.modules, 'core.metrics' in sys.modules,"
+        " any(m.startswith('plotly') for m in sys.modules), any('plotly' in m for m in FIRST_PAGE_MODULES))"
     )
-    assert out == "False False True"
+    assert out == "False False True False False"  # Home's tie story is SVG: no Plotly to prepare
 
 
 def test_home_core_imports_leave_scipy_stats_for_significance():

@@ -3,11 +3,9 @@ vocabulary, significance with one run, the user's data first and the non-overlap
 
 from __future__ import annotations
 
-import json
-
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import open_page
+from tests.app.conftest import open_page, svg_bodies, svg_rows, svg_texts, tie_svg
 
 #: A ranks its relevant z first by trec_eval's docid-descending tie-break (RR 1) inside a
 #: three-way tie (tie-aware (1 + 1/2 + 1/3) / 3 = 0.6111); B's relevant a comes second in a
@@ -27,32 +25,48 @@ def upload(app: AppTest, runs: list[tuple[str, bytes]], qrels: tuple[str, bytes]
     return app
 
 
+#: container elements main_types skips
+SKIP = {"main", "flex_container", "column", "vertical", "horizontal", "tab", "tab_container", "popover"}
+
+
 def main_types(app: AppTest) -> list[str]:
     """Element types of the page body in order (containers skipped)."""
-    skip = {"main", "flex_container", "column", "vertical", "horizontal", "tab", "tab_container", "popover"}
-    return [e.type for e in app.main if e.type not in skip]
+    return [e.type for e in app.main if e.type not in SKIP]
 
 
-def figure(app: AppTest, i: int = 0) -> dict:
-    return json.loads(app.get("plotly_chart")[i].proto.spec)
+def first_figure(app: AppTest) -> int:
+    """Index in `main_types` of the page's first figure: the tie story's inline SVG (a Markdown
+    element with HTML), before any Plotly chart."""
+    elements = [e for e in app.main if e.type not in SKIP]
+    found = next(i for i, e in enumerate(elements) if e.type == "markdown" and "<svg" in e.value)
+    assert "plotly_chart" not in [e.type for e in elements[:found]]
+    return found
+
+
+def title(app: AppTest) -> str:
+    return svg_texts(tie_svg(app))[0]
 
 
 def test_home_opens_with_the_tie_figure(app):
     types = main_types(app)
-    first_chart = types.index("plotly_chart")
+    first_chart = first_figure(app)
     # only the title, one paragraph, the compact controls and a caption before the figure
     assert set(types[:first_chart]) <= {"title", "markdown", "selectbox", "caption"}, types[:first_chart]
     assert types[:first_chart].count("markdown") == 1
     assert "dataframe" not in types[:first_chart] and "table" not in types
-    spec = figure(app)
-    assert spec["layout"]["title"]["text"] == "mrr@10: the range ties allow, per run"
-    assert [t["name"] for t in spec["data"]][:3] == [
-        "range ties allow [pessimistic, optimistic]",
-        "tie-aware",
-        "traditional (trec_eval)",
-    ]
-    assert [t["name"] for t in spec["data"]][3:] in ([], ["⇅ order differs: traditional vs tie-aware"])
-    assert spec["layout"]["height"] <= 420  # room above the fold for the title and controls
+    assert "plotly_chart" not in types  # Home loads no Plotly in the browser
+    assert len(svg_bodies(app)) == 1
+    svg = tie_svg(app)
+    texts = svg_texts(svg)
+    assert texts[0] == "mrr@10: the range ties allow, per run"
+    assert texts[1:4] == ["range ties allow [pessimistic, optimistic]", "tie-aware", "traditional (trec_eval)"]
+    rows = svg_rows(svg)
+    assert len(rows) == len(app.session_state["sel_runs"])
+    flagged = any(name.startswith("⇅ ") for name, _ in rows)
+    assert ("⇅ order differs: traditional vs tie-aware" in texts) == flagged
+    assert float(svg.get("height", "0")) <= 420  # room above the fold for the title and controls
+    assert svg.get("width") == "100%" and svg.get("viewBox")
+    assert "Download SVG" in [b.label for b in app.get("download_button")]
     # the sentence under it, computed from the data
     assert any(m.value.startswith("On mrr@10, ") for m in app.markdown)
     table = app.dataframe[0].value
@@ -66,25 +80,24 @@ def test_home_flags_runs_whose_order_flips_and_says_so(app):
     app.switch_page("pages/home.py")
     app.run()
     assert not app.exception, [e.value for e in app.exception]
-    spec = figure(app)
-    names = [t["name"] for t in spec["data"]]
-    assert "⇅ order differs: traditional vs tie-aware" in names
-    bar = spec["data"][0]
-    assert [y.split("</span> ")[-1] for y in bar["y"]] == ["B", "A"]  # tie-aware order: B first
-    assert all(y.startswith("<span") for y in bar["y"])  # both flagged
+    svg = tie_svg(app)
+    assert "⇅ order differs: traditional vs tie-aware" in svg_texts(svg)
+    rows = svg_rows(svg)
+    assert [name for name, _ in rows] == ["⇅ B", "⇅ A"]  # tie-aware order: B first, both flagged
+    assert rows[1][1].startswith("A — range [0.3333, 1.0000], tie-aware 0.6111, traditional 1.0000")
     story = next(m.value for m in app.markdown if m.value.startswith("On mrr@10"))
     assert "A is ahead of B traditionally (1.0000 vs 0.5000) but behind it tie-aware (0.6111 vs 0.7500)" in story
     app.selectbox(key="home_metric").set_value("ndcg@10").run()
-    assert not app.exception and figure(app)["layout"]["title"]["text"].startswith("ndcg@10")
+    assert not app.exception and title(app).startswith("ndcg@10")
 
 
 def test_metrics_opens_with_the_tie_figure_and_a_numeric_summary(app):
     open_page(app, "metrics")
     types = main_types(app)
-    first_chart = types.index("plotly_chart")
+    first_chart = first_figure(app)
     # the title, then one compact row (figure metric, order, grade, the metrics popover)
     assert set(types[:first_chart]) <= {"title", "selectbox", "number_input", "multiselect", "text_input"}
-    assert figure(app)["layout"]["title"]["text"] == "mrr@10: the range ties allow, per run"
+    assert title(app) == "mrr@10: the range ties allow, per run"
     summary = app.dataframe[0].value
     assert list(summary.columns) == [
         "#",
@@ -103,7 +116,7 @@ def test_metrics_opens_with_the_tie_figure_and_a_numeric_summary(app):
         assert str(summary[column].dtype) == "float64"
     assert (summary["low"] <= summary["tie-aware"]).all() and (summary["tie-aware"] <= summary["high"]).all()
     app.selectbox(key="tie_metric").set_value("ndcg@10").run()
-    assert figure(app)["layout"]["title"]["text"].startswith("ndcg@10")
+    assert title(app).startswith("ndcg@10")
     assert app.dataframe[0].value["metric"].unique().tolist() == ["ndcg@10"]
     # eight metrics: one long table, the same seven number/text columns (fits 1440 px)
     app.multiselect(key="metrics").set_value(
@@ -124,7 +137,7 @@ def test_metrics_unknown_names_all_reported_and_the_page_goes_on(app):
     assert len(errors) == 1 and "nonsense" in errors[0] and "bogus" in errors[0]
     app.segmented_control(key="summary_rows").set_value("all metrics").run()
     assert "ndcg@5" in set(app.dataframe[0].value["metric"])  # the valid extra metric is evaluated
-    assert app.get("plotly_chart")  # and the figure is there
+    assert svg_bodies(app)  # and the figure is there
 
 
 def test_significance_one_run_is_one_sentence(app):
@@ -166,4 +179,4 @@ def test_home_and_metrics_warn_when_a_run_shares_no_queries_with_the_qrels(app):
             page,
             warnings,
         )
-        assert app.get("plotly_chart")  # the page still shows its figure
+        assert svg_bodies(app)  # the page still shows its figure

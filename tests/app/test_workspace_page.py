@@ -16,7 +16,7 @@ from core.workspace import Workspace
 from core.workspace.file import load_workspace, save_workspace
 from core.workspace.sources import DIR_ENV, FILE_ENV
 from pages.common import links
-from tests.app.conftest import APP, open_page
+from tests.app.conftest import APP, open_page, svg_bodies
 
 RUN = (
     b"q100 Q0 d000-01 1 3.0 myrun\nq100 Q0 d000-02 2 3.0 myrun\nq100 Q0 d000-03 3 2.0 myrun\n"
@@ -41,6 +41,7 @@ def snapshot(at: AppTest) -> dict[str, Any]:
             "tables": [t.value for t in at.table],
             "metrics": [(m.label, m.value) for m in at.metric],
             "charts": [json.loads(c.proto.spec)["data"] for c in at.get("plotly_chart")],
+            "figures": svg_bodies(at),  # inline SVG (the tie story)
             "errors": [e.value for e in at.error],
         }
     return out
@@ -54,6 +55,7 @@ def assert_same(before: dict[str, Any], after: dict[str, Any]) -> None:
             pd.testing.assert_frame_equal(x, y)
         assert b["metrics"] == a["metrics"], page
         assert b["charts"] == a["charts"], page
+        assert b["figures"] == a["figures"], page
         assert b["errors"] == a["errors"], page
 
 

@@ -76,30 +76,40 @@ FOLD = {"width": 1440, "height": 900}
 
 
 def assert_tie_figure_above_the_fold(page, name: str) -> None:
-    """The page's first Plotly chart is the tie figure and lies wholly inside a 1440x900
-    viewport, without scrolling; a screenshot of exactly that view goes to the artifacts."""
-    chart = page.get_by_test_id("stPlotlyChart").first
-    expect(chart.locator(".js-plotly-plot")).to_be_visible()
+    """The page's first figure is the tie story as inline SVG (`pages.common.figures.show_svg`),
+    intact in the DOM (viewBox, one tooltip per run) and wholly inside a 1440x900 viewport,
+    without scrolling; a screenshot of exactly that view goes to the artifacts."""
+    chart = page.get_by_test_id("stMain").locator("svg[role=img]").first
+    expect(chart).to_be_visible()
     expect(chart).to_contain_text("the range ties allow, per run")
     expect(chart).to_contain_text("tie-aware")
+    assert chart.get_attribute("viewBox"), "Streamlit's Markdown kept the SVG's viewBox"
+    tips = chart.locator("g.run > title")
+    assert tips.count() >= 1 and " — range [" in (tips.first.text_content() or "")
     main = page.get_by_test_id("stMain")
     assert main.evaluate("el => el.scrollTop") == 0
     box = chart.bounding_box()
     assert box is not None
     assert box["y"] >= 0 and box["y"] + box["height"] <= FOLD["height"], box
     assert box["x"] >= 0 and box["x"] + box["width"] <= FOLD["width"], box
+    assert box["width"] > 600, box  # across the page, not a thumbnail
     ARTIFACTS_DIR.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS_DIR / f"{name}-1440x900.png"))  # the viewport only: what a user sees first
 
 
 def test_home_on_demo_data(app_server, page, goto, screenshot):
     page.set_viewport_size(FOLD)
+    scripts: list[str] = []
+    page.on("request", lambda request: scripts.append(request.url) if request.resource_type == "script" else None)
     goto(page, app_server)
     assert_app_frame(page, "RankLens")
     assert nav_titles(page)[: len(NAV_TITLES)] == list(NAV_TITLES)
     # The demo is loaded: its runs are selected in the sidebar, and Home opens with the tie figure.
     expect(page.get_by_test_id("stSidebar")).to_contain_text("demo")
     assert_tie_figure_above_the_fold(page, "home")
+    expect(page.get_by_test_id("stPlotlyChart")).to_have_count(0)
+    assert not [u for u in scripts if "Plotly" in u], "Home needs no Plotly in the browser"
+    expect(page.get_by_role("button", name="Download SVG")).to_be_visible()
     expect(page.get_by_test_id("stMain")).to_contain_text(re.compile(r"On mrr@10, .*\d\.\d{4}"))
     screenshot(page, "home")
 

@@ -20,6 +20,8 @@ from playwright.sync_api import expect
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("browser")]
 
 PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "Rerank")
+#: a script in a run name (no spaces: a TREC field); it would set a flag if it ever ran
+SCRIPT = "<script>window.__pwned=1</script>"
 
 
 class _Listener(ThreadingHTTPServer):
@@ -63,7 +65,7 @@ def _hostile_files(folder: Path, host: str) -> dict[str, Path]:
     rel = "![r](rel.png)<img src=rel2.png>**bold**"  # relative URLs: would hit the app's own host
     files = {
         "run": (f"{rel}.trec", "".join(f"q1 Q0 d-{token}{i} {i} {3 - i} {token}\n" for i in (1, 2))),
-        "run2": ("second.trec", "".join(f"q1 Q0 d-{token}{i} {i} {i} {token}2\n" for i in (1, 2))),
+        "run2": ("second.trec", "".join(f"q1 Q0 d-{token}{i} {i} {i} {token}2{SCRIPT}\n" for i in (1, 2))),
         "qrels": (f"{rel}.qrels", f"q1 0 d-{token}1 1\nq1 0 d-{token}2 0\n"),
         "bad": ("bad.trec", f"q1 Q0 d1 1 2.0 r\nq1 Q0 d2 2{token} 1.0 r\n"),
         "votes": (
@@ -114,6 +116,23 @@ def _assert_nothing_injected(page, host: str, fetched: list[str]) -> None:
     assert not bad, bad
 
 
+def _assert_tie_svg_inert(page) -> None:
+    """The tie story (inline SVG through Markdown) draws the hostile run names as text: the
+    names' Markdown and tags are in its tooltips as characters, and it holds only its own
+    drawing elements (no <img>, <a>, <script>, <foreignObject>, no event handler)."""
+    svg = page.get_by_test_id("stMain").locator("svg[role=img]").first
+    expect(svg).to_be_visible()
+    tips = svg.locator("g.run > title").all_text_contents()
+    assert any("![p](http://127.0.0.1:" in t and "<img/src=" in t for t in tips), tips
+    assert any(SCRIPT in t for t in tips), tips
+    tags = set(svg.evaluate("el => Array.from(el.querySelectorAll('*'), e => e.localName)"))
+    assert tags <= {"g", "title", "text", "tspan", "rect", "line", "polygon"}, tags
+    handlers = svg.evaluate(
+        "el => Array.from(el.querySelectorAll('*')).flatMap(e => e.getAttributeNames()).filter(n => n.startsWith('on'))"
+    )
+    assert handlers == [], handlers
+
+
 def test_hostile_names_fetch_nothing_on_any_page(app_server, page, listener, tmp_path, goto, wait_for_app):
     fetched: list[str] = []
     page.on("request", lambda request: fetched.append(request.url))
@@ -144,4 +163,7 @@ def test_hostile_names_fetch_nothing_on_any_page(app_server, page, listener, tmp
             expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible()
         page.wait_for_timeout(500)  # images would be requested by now
         _assert_nothing_injected(page, listener.host, fetched)
+        if title in ("Home", "Metrics"):
+            _assert_tie_svg_inert(page)
     assert listener.requests == []
+    assert page.evaluate("() => window.__pwned === undefined")
