@@ -183,11 +183,18 @@ class PairwiseTests:
     def superscripts(self) -> dict[tuple[str, str], str]:
         """(run, metric) -> the letters of the runs it beats significantly, concatenated
         (comma-separated when some run has a letter of more than one character); empty when
-        none."""
+        none. Same as `better_than` per cell, in one pass over the significant rows."""
         letters = self.letters()
         joiner = "," if len(self.runs) > 26 else ""
+        t = self.table
+        wins = t[t["better"].isin(self.runs)]
+        beaten: dict[tuple[str, str], set[str]] = {}
+        for metric, better, run_a, run_b in zip(
+            wins["metric"], wins["better"], wins["run_a"], wins["run_b"], strict=True
+        ):
+            beaten.setdefault((better, metric), set()).update({run_a, run_b} - {better})
         return {
-            (run, metric): joiner.join(letters[r] for r in self.better_than(run, metric))
+            (run, metric): joiner.join(letters[r] for r in self.runs if r in beaten.get((run, metric), ()))
             for metric in self.metrics
             for run in self.runs
         }

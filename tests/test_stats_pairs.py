@@ -96,6 +96,10 @@ def test_superscripts_and_better():
     pair = result.table.set_index(["run_a", "run_b"]).loc[("low", "high")]
     assert bool(pair["significant"]) and pair["better"] == "high"
     assert result.table.set_index(["run_a", "run_b"]).loc[("low", "mid"), "better"] is None
+    # the one-pass superscripts agree with better_than cell by cell
+    assert marks == {
+        (run, "m"): "".join(result.letters()[r] for r in result.better_than(run, "m")) for run in result.runs
+    }
 
 
 def test_correction_changes_the_verdict():
