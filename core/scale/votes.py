@@ -47,7 +47,7 @@ def iter_vote_chunks(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterat
     )
     header = b""
     offset = 0
-    for number, (block, _) in enumerate(_blocks(path, display, chunk_bytes)):
+    for number, (block, _) in enumerate(_blocks(path, chunk_bytes)):
         if number == 0 and fmt in ("csv", "tsv"):
             header = block[: block.find(b"\n") + 1]
         lines_in_block = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
