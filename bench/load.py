@@ -263,6 +263,9 @@ class RunResult:
     nbytes: int = 0
     headings: list[tuple[str, str]] = field(default_factory=list)  # (tag, text)
     errors: list[str] = field(default_factory=list)
+    #: the script's own seconds as the server timed it (``page_profile.exec_time``: only sent
+    #: when the server gathers usage stats, which `bench.app.start_server` turns off)
+    exec_s: float = 0.0
     #: the navigation's pages: url path -> page_script_hash, and title -> page_script_hash
     pages: dict[str, str] = field(default_factory=dict)
 
@@ -309,6 +312,8 @@ async def read_run(recv: Callable[[], Awaitable[bytes]], cache: MessageCache) ->
         elif kind == "session_event" and msg.session_event.WhichOneof("type") == "script_compilation_exception":
             exc = msg.session_event.script_compilation_exception
             result.errors.append(f"script compilation error: {exc.type}: {exc.message[:200]}")
+        elif kind == "page_profile":
+            result.exec_s += msg.page_profile.exec_time / 1e6
         elif kind == "page_not_found":
             result.errors.append(f"page not found: {msg.page_not_found.page_name!r}")
         elif kind == "script_finished":
