@@ -8,7 +8,7 @@ import streamlit as st
 from core.charts.fusion import log_grid
 from core.demo.fusion import RETRIEVERS
 from core.errors import RankLensError
-from core.fusion import METHODS, NORMS, RANK_METHODS, TIE_ORDERS, FusionParams, provenance_wide
+from core.fusion import METHODS, NORMS, RANK_METHODS, TIE_ORDERS, FusionParams
 from core.io import write_trec_run
 from core.metrics import parse_metrics
 from core.reports import fusion as reports
@@ -207,12 +207,10 @@ else:
     )
 if qrels is not None and metric_names:
     metrics = parse_metrics(metric_names)
-    every = (*runs, fused)
-    table = cache.policy_table(every, qrels, tuple(metrics), (trad, "expected"))
-    shares = [cache.tie_statistics(r).share_queries_with_ties for r in every]
-    out = reports.evaluation_table(table, [r.name for r in every], [m.name for m in metrics], shares, trad)
-    styled = out.style.format("{:.4f}").format("{:.0%}", subset=["queries with ties"])
-    st.dataframe(styled, width="stretch", placeholder="—")
+    out = cache.fusion_evaluation((*runs, fused), qrels, tuple(metrics), trad)
+    config = {name: st.column_config.NumberColumn(format="%.4f") for name in out.columns}
+    config["queries with ties"] = st.column_config.NumberColumn(format="percent")
+    st.dataframe(out, width="stretch", placeholder="—", column_config=config)
     ui.download_csv(out.reset_index(), "fusion_evaluation.csv", key="dl-fuse-eval")
     st.caption(
         f"{order_caption(trad)} Tie-aware: exact expectation over all orderings of tied documents. "
@@ -224,7 +222,6 @@ st.subheader("Per-query view")
 q1, q2 = st.columns([3, 1])
 qid = q1.selectbox("Query", fused.qids, key="fuse_qid")
 view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, value=15, step=1, key="fuse_view_depth"))
-prov = cache.provenance(runs, params, qid)
 relevant = reports.relevant_docids(qrels, qid) if qrels is not None else set()
 show_figure(
     cache.movement_figure(runs, params, qid, view_depth, frozenset(relevant)),
@@ -235,7 +232,7 @@ st.caption(
     "Lines join each document's rank in every input to its fused rank; filled markers are relevant; "
     "shaded bands are tie groups of the fused list; hover for each input's contribution."
 )
-wide_prov = provenance_wide(prov)
+wide_prov = cache.provenance_table(runs, params, qid)
 # "—": the input does not list the document (its rank and score are missing, not zero)
 st.dataframe(wide_prov, width="stretch", hide_index=True, placeholder="—")
 ui.download_csv(wide_prov, f"fusion_provenance_{qid}.csv", key="dl-fuse-prov")

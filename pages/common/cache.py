@@ -431,6 +431,29 @@ def provenance(runs: tuple[Run, ...], params: FusionParams, qid: str) -> pd.Data
     return provenance_with(list(runs), params, [qid])
 
 
+@st.cache_resource(max_entries=64, show_spinner=False, hash_funcs=DATASETS)
+def provenance_table(runs: tuple[Run, ...], params: FusionParams, qid: str) -> pd.DataFrame:
+    """`core.fusion.provenance_wide` of `provenance` (one row per fused document of ``qid``);
+    shared, never mutate it (the pivot took ~20% of a Fusion run before it was cached)."""
+    from core.fusion.provenance import provenance_wide
+
+    return provenance_wide(provenance(runs, params, qid))
+
+
+@st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
+def fusion_evaluation(
+    runs: tuple[Run, ...], qrels: Qrels, metrics: tuple[Metric, ...], traditional: str = "trec"
+) -> pd.DataFrame:
+    """`core.reports.fusion.evaluation_table` of ``runs`` (the inputs, then the fused run) under
+    ``traditional`` and tie-aware, with each run's share of queries with ties; shared, never
+    mutate it."""
+    from core.reports.fusion import evaluation_table
+
+    table = policy_table(runs, qrels, metrics, (traditional, "expected"))
+    shares = [tie_statistics(r).share_queries_with_ties for r in runs]
+    return evaluation_table(table, [r.name for r in runs], [m.name for m in metrics], shares, traditional)
+
+
 @st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
 def sweep_k(
     runs: tuple[Run, ...],
