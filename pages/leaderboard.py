@@ -9,6 +9,8 @@ caption and message, and HTML-escaped in the figures (`core.charts.html_label`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from core.charts.leaderboard import (
@@ -236,7 +238,7 @@ if not lb.ok or lb.table.empty or lb.summary is None:
 
 summary = lb.summary
 table = lb.table
-display = reports.display_table(lb)
+display = cache.derived(lb, ("display",), lambda: reports.display_table(lb))
 focused = reports.focus_table(display, query, pinned)
 models = focused["model"].tolist()
 if note := reports.focus_note(len(focused), len(display), query, pinned):
@@ -279,10 +281,13 @@ with left:
             ui.download_text(lambda write=write: write(lb, seed=boot_seed), f"{stem}.{suffix}", label, key, mime)
 with right:
     title = f"Ratings with {ci:.0%} {lb.intervals} intervals"
-    points = reports.plotted(lb)
-    points = points[points["model"].isin(models)]
+
+    def ratings_figure() -> Any:
+        points = reports.plotted(lb)
+        return rating_intervals(points[points["model"].isin(models)], title, pinned=tuple(pinned))
+
     figures.show_figure(
-        rating_intervals(points, title, pinned=tuple(pinned)),
+        cache.derived(lb, ("ratings", title, tuple(models), tuple(pinned)), ratings_figure),
         key="lb_fig_ratings",
         name=f"{stem}-ratings",
     )
@@ -304,7 +309,7 @@ subset = models if len(models) >= 2 else table["model"].tolist()
 
 def show_win_rate() -> None:
     figures.show_figure(
-        win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset)),
+        cache.derived(lb, ("win", tuple(subset)), lambda: win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset))),
         key="lb_fig_winrate",
         name=f"{stem}-win-rate",
     )
@@ -312,7 +317,9 @@ def show_win_rate() -> None:
 
 def show_battles() -> None:
     figures.show_figure(
-        battle_count_heatmap(reports.focus_matrix(lb.battles, subset)),
+        cache.derived(
+            lb, ("battles", tuple(subset)), lambda: battle_count_heatmap(reports.focus_matrix(lb.battles, subset))
+        ),
         key="lb_fig_battles",
         name=f"{stem}-battles",
     )
@@ -320,7 +327,9 @@ def show_battles() -> None:
 
 def show_predicted() -> None:
     figures.show_figure(
-        predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset)),
+        cache.derived(
+            lb, ("predicted", tuple(subset)), lambda: predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset))
+        ),
         key="lb_fig_predicted",
         name=f"{stem}-predicted",
     )

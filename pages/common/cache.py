@@ -23,10 +23,11 @@ import hashlib
 import os
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import pandas as pd
 import streamlit as st
@@ -429,6 +430,48 @@ def provenance(runs: tuple[Run, ...], params: FusionParams, qid: str) -> pd.Data
     from core.fusion import provenance_with
 
     return provenance_with(list(runs), params, [qid])
+
+
+#: id(result) -> (weak reference to it, {key: value derived from it}): see `derived`
+_DERIVED: dict[int, tuple[weakref.ref[Any], dict[tuple[Any, ...], Any]]] = {}
+_DERIVED_LOCK = threading.Lock()
+_DERIVED_PER_RESULT = 32
+
+
+def derived(result: Any, key: tuple[Any, ...], make: Callable[[], V]) -> V:
+    """``make()``, computed once per (``result``, ``key``) while ``result`` lives: for tables and
+    figures derived from a shared cached result (a leaderboard of `leaderboard` / `bootstrap`),
+    the same on every rerun of every session that shows it. ``result`` is compared by identity
+    (its tables are not hashable) and its entries go with it; at most `_DERIVED_PER_RESULT`
+    keys are kept per result. The value is shared: never mutate it."""
+    with _DERIVED_LOCK:
+        entry = _DERIVED.get(id(result))
+        if entry is not None and entry[0]() is result and key in entry[1]:
+            return cast("V", entry[1][key])
+    value = make()
+    with _DERIVED_LOCK:
+        entry = _DERIVED.get(id(result))
+        if entry is None or entry[0]() is not result:
+            ident = id(result)
+            entry = (weakref.ref(result, lambda _ref, ident=ident: _forget(ident, _ref)), {})
+            _DERIVED[ident] = entry
+        memo = entry[1]
+        if len(memo) >= _DERIVED_PER_RESULT:
+            memo.clear()
+        return cast("V", memo.setdefault(key, value))
+
+
+def _forget(ident: int, ref: weakref.ref[Any]) -> None:
+    with _DERIVED_LOCK:
+        entry = _DERIVED.get(ident)
+        if entry is not None and entry[0] is ref:
+            del _DERIVED[ident]
+
+
+@st.cache_resource(max_entries=64, show_spinner=False, hash_funcs=DATASETS)
+def query_overlap(runs: tuple[Run, ...], qrels: Qrels) -> data_reports.QueryOverlap:
+    """`core.reports.data.query_overlap` (every page checks it on every run)."""
+    return data_reports.query_overlap(list(runs), qrels)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False, hash_funcs=DATASETS)

@@ -372,9 +372,7 @@ def warn_overlap(runs: Sequence[Run], qrels: Qrels | None) -> bool:
     answered), with the counts. Returns whether it warned."""
     if qrels is None or not runs:
         return False
-    from core.reports.data import query_overlap
-
-    lines = query_overlap(list(runs), qrels).warnings()
+    lines = cache.query_overlap(tuple(runs), qrels).warnings()
     if not lines:
         return False
     text = "\n".join(f"- {escape_markdown(line[0].upper() + line[1:])}" for line in lines)
