@@ -14,10 +14,11 @@ folder named ``pages/`` as an old-style multipage app until the first session ha
 uses ``st.navigation`` (as app.py does on every run) removes that window. `make run` and the
 browser tests start the app through this module.
 
-While the server starts, a daemon thread (`prepare_first_page`) imports what app.py and the
-Home page import and prepares Home's demo (datasets, digests, derived values, its tie SVG),
-so the first page comes soon after the server listens; it calls no Streamlit API and a failure
-in it only leaves the work to the first run.
+Before the server starts, `prepare_first_page` imports what app.py and the Home page import and
+prepares Home's demo (datasets, digests, derived values, its tie SVG), so the first page comes
+soon after the server listens; it calls no Streamlit API and a failure in it only leaves the work
+to the first run. It runs before, not beside, the server: under one GIL a thread beside it made
+no part faster and slowed the first session's run, which then shared the interpreter with it.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-import threading
 from pathlib import Path
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
@@ -45,6 +45,7 @@ FIRST_PAGE_MODULES: tuple[str, ...] = (
     "core.workspace.file",
     "core.workspace.sources",
     "core.rerank",
+    "core.rerank.batch",
     "core.rerank.candidates",
 )
 #: Home's default metric (pages/home.py: HOME_METRICS[0]) and traditional order
@@ -130,7 +131,7 @@ def main(argv: list[str] | None = None) -> None:
         except (RankLensError, OSError) as exc:
             raise SystemExit(fail(exc)) from None
     os.environ.update(env)
-    threading.Thread(target=_prepare_quietly, name="ranklens-first-page", daemon=True).start()
+    _prepare_quietly()
     PagesManager.uses_pages_directory = False  # app.py calls st.navigation on every run
     sys.argv = ["streamlit", "run", str(APP), *args]
     streamlit_main()
