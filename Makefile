@@ -21,14 +21,20 @@ $(VENV)/.ray: requirements-ray.txt $(VENV)/.runtime
 	$(PY) -m pip install --quiet -r requirements-ray.txt
 	touch $@
 
+# The project's bytecode, written once (Python reads .pyc even where PYTHONDONTWRITEBYTECODE stops it writing them):
+# every CLI process the tests spawn and the server's first imports then skip compiling core/ (~0.2 s a process).
+BYTECODE := $(PY) -m compileall -q -j 0 core pages app.py >/dev/null
+
 # Same as `streamlit run app.py`, minus Streamlit's first-request deep-link notice (see pages/common/serve.py).
 # WORKSPACE=path opens that workspace file in every new session (links may name files beside it).
 WORKSPACE ?=
 run: $(VENV)/.runtime
+	$(BYTECODE)
 	$(PY) -m pages.common.serve --server.port $(PORT) $(if $(WORKSPACE),--workspace "$(WORKSPACE)")
 
 # Unit, property and AppTest suites in parallel, then the browser tests on their own.
 test: $(VENV)/.dev $(VENV)/.ray
+	$(BYTECODE)
 	$(PY) -m pytest -n 2 -m "not e2e" -q tests
 	$(PY) -m pytest -m e2e -q tests/e2e
 
