@@ -23,6 +23,7 @@ from core.charts.metrics import (
     _nice_ticks,
     tie_range_svg,
 )
+from tests.test_reports_tie_story import _table  # the same three runs: A/B flip, C no ties
 
 NS = "{http://www.w3.org/2000/svg}"
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,20 +36,6 @@ HOSTILE = [
     "R&D \"quoted\" 'single'",
     "multi\n\nline **bold** $x$ :material/home: :red[x] `code` \\*",
 ]
-
-
-def _table(trad_order: str = "trec") -> pd.DataFrame:
-    """Three runs on mrr@10: A ahead of B traditionally, behind it tie-aware; C no ties."""
-    return pd.DataFrame(
-        {
-            "run": ["A", "B", "C<b>"],
-            "metric": ["mrr@10"] * 3,
-            trad_order: [0.60, 0.55, 0.30],
-            "expected": [0.50, 0.56, 0.30],
-            "pessimistic": [0.40, 0.52, 0.30],
-            "optimistic": [0.70, 0.58, 0.30],
-        }
-    )
 
 
 def _parse(svg: str) -> ET.Element:
