@@ -24,6 +24,27 @@ if TYPE_CHECKING:  # Plotly is imported by the figure builders: `tie_range_svg` 
     import plotly.graph_objects as go
 
 
+def _tie_rows(
+    table: pd.DataFrame, metric: str, traditional: str
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The tie story's rows of ``metric`` in ``table`` (`core.metrics.policy_table`), sorted by
+    the tie-aware value (best first, then run name): (runs, pessimistic, optimistic, expected,
+    the ``traditional`` order's values)."""
+    rows = table[table["metric"] == metric].sort_values(["expected", "run"], ascending=[False, True], kind="stable")
+    values = [rows[c].to_numpy(dtype=np.float64) for c in ("pessimistic", "optimistic", "expected", traditional)]
+    return [str(r) for r in rows["run"]], *values
+
+
+def _x_range(low: np.ndarray, high: np.ndarray, trad: np.ndarray) -> tuple[float, float]:
+    """The tie story's x range: the finite values padded by 8% (at least 0.01), not below 0
+    when none is negative; (0, 1) padded when no value is finite."""
+    finite = np.concatenate([low, high, trad])
+    finite = finite[np.isfinite(finite)]
+    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
+    pad = max(0.08 * (hi - lo), 0.01)
+    return (max(lo - pad, 0.0) if lo >= 0 else lo - pad), hi + pad
+
+
 def tie_range_figure(
     table: pd.DataFrame,
     metric: str,
@@ -43,17 +64,12 @@ def tie_range_figure(
     ``traditional``). Run names are HTML-escaped (they come from the user's files)."""
     import plotly.graph_objects as go
 
-    rows = table[table["metric"] == metric].sort_values(["expected", "run"], ascending=[False, True], kind="stable")
-    runs = [str(r) for r in rows["run"]]
+    runs, low, high, tied, trad = _tie_rows(table, metric, traditional)
     flags = [r in flagged for r in runs]
     labels = [
         (f"<span style='color:{FLIP_COLOR}'>{FLIP_SIGN}</span> " if f else "") + wrap_label(html.escape(r), 28)
         for r, f in zip(runs, flags, strict=True)
     ]
-    low = rows["pessimistic"].to_numpy(dtype=np.float64)
-    high = rows["optimistic"].to_numpy(dtype=np.float64)
-    tied = rows["expected"].to_numpy(dtype=np.float64)
-    trad = rows[traditional].to_numpy(dtype=np.float64)
     values = np.stack([low, high, tied, trad], axis=1).tolist()
     hover = (
         "%{y}<br>range [%{customdata[0]:.4f}, %{customdata[1]:.4f}]<br>tie-aware %{customdata[2]:.4f}"
@@ -111,10 +127,7 @@ def tie_range_figure(
                 hoverinfo="skip",
             )
         )
-    finite = np.concatenate([low, high, trad])
-    finite = finite[np.isfinite(finite)]
-    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
-    pad = max(0.08 * (hi - lo), 0.01)
+    x0, x1 = _x_range(low, high, trad)
     fig.update_layout(
         **base_layout(
             title=f"{metric}: the range ties allow, per run",
@@ -125,7 +138,7 @@ def tie_range_figure(
         )
     )
     fig.update_yaxes(autorange="reversed", automargin=True, categoryorder="array", categoryarray=labels)
-    fig.update_xaxes(range=[max(lo - pad, 0.0) if lo >= 0 else lo - pad, hi + pad], title=None, zeroline=False)
+    fig.update_xaxes(range=[x0, x1], title=None, zeroline=False)
     return fig
 
 
@@ -227,18 +240,9 @@ def tie_range_svg(
     for NaN, which draws no mark). Every string from the user (run names, metric, order
     label) goes through `_svg_text`: HTML-escaped, and inert under Markdown too."""
     colors = THEME_COLORS[theme_type if theme_type in THEME_COLORS else "light"]
-    rows = table[table["metric"] == metric].sort_values(["expected", "run"], ascending=[False, True], kind="stable")
-    runs = [str(r) for r in rows["run"]]
+    runs, low, high, tied, trad = _tie_rows(table, metric, traditional)
     flags = [r in flagged for r in runs]
-    low = rows["pessimistic"].to_numpy(dtype=np.float64)
-    high = rows["optimistic"].to_numpy(dtype=np.float64)
-    tied = rows["expected"].to_numpy(dtype=np.float64)
-    trad = rows[traditional].to_numpy(dtype=np.float64)
-    finite = np.concatenate([low, high, trad])
-    finite = finite[np.isfinite(finite)]
-    lo, hi = (float(finite.min()), float(finite.max())) if len(finite) else (0.0, 1.0)
-    pad = max(0.08 * (hi - lo), 0.01)
-    x0, x1 = (max(lo - pad, 0.0) if lo >= 0 else lo - pad), hi + pad
+    x0, x1 = _x_range(low, high, trad)
     left, right = _SVG_NAMES, _SVG_WIDTH - _SVG_RIGHT
     bottom = _SVG_TOP + _SVG_ROW * max(len(runs), 1)
     height = bottom + _SVG_AXIS
