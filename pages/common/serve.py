@@ -55,15 +55,14 @@ _HOME_METRIC, _HOME_ORDER = "mrr@10", "trec"
 def prepare_first_page() -> None:
     """Import `FIRST_PAGE_MODULES`, generate the evaluation demo with its content digests and
     evaluate it for Home's default metric under the four policies (the datasets keep what is
-    derived from them: ranked views, qrels joins, ideal gains), then build its tie SVG once
-    (`core.charts.metrics.tie_range_svg`). Core only: no Streamlit call, nothing is cached under
-    a session's key; the pages' own cached calls then run on warm datasets."""
+    derived from them: ranked views, qrels joins, ideal gains). Core only: no Streamlit call,
+    nothing is cached under a session's key; the pages' own cached calls then run on warm
+    datasets (the tie SVG itself is a cheap string, built by the page's cached call)."""
     for name in FIRST_PAGE_MODULES:
         importlib.import_module(name)
-    from core.charts.metrics import tie_range_svg
     from core.data import Qrels, Run, content_digest
     from core.demo import load_demo
-    from core.metrics import evaluate, parse_metrics, plain_metrics, policy_table
+    from core.metrics import evaluate, parse_metrics, plain_metrics
     from core.reports.metrics import policies_for
 
     items = load_demo("evaluation")
@@ -75,8 +74,8 @@ def prepare_first_page() -> None:
         return
     metrics = parse_metrics([_HOME_METRIC])
     plain = plain_metrics(metrics)
-    evaluations = {p: evaluate(runs, qrels[0], plain, ties=p) for p in policies_for(_HOME_ORDER)}
-    tie_range_svg(policy_table(evaluations, metrics), _HOME_METRIC, _HOME_ORDER)
+    for policy in policies_for(_HOME_ORDER):
+        evaluate(runs, qrels[0], plain, ties=policy)
 
 
 def _prepare_quietly() -> None:
