@@ -190,12 +190,8 @@ st.caption(
 )
 d1, d2, d3 = st.columns(3)
 with d1:
-    ui.download_text(  # built when the button is clicked, not on every run
-        lambda: reports.summary_long(table, run_names, names, trad).to_csv(index=False),
-        "ranklens-summary.csv",
-        "Download CSV",
-        key="dl-summary-csv",
-        mime="text/csv",
+    ui.download_csv(  # built when the button is clicked, not on every run
+        lambda: reports.summary_long(table, run_names, names, trad), "ranklens-summary.csv", key="dl-summary-csv"
     )
 with d2:
     ui.download_text(
@@ -253,12 +249,11 @@ with st.expander("Detailed table", expanded=False):
     config = dict.fromkeys(detail.columns[2:], FOUR_DECIMALS)
     st.dataframe(detail, hide_index=True, width="stretch", column_config=config, placeholder="—")
     ui.download_csv(detail, "ranklens-metrics.csv", key="dl-metrics")
-    ui.download_text(
-        lambda: expected.per_query.to_csv(index=False),
+    ui.download_csv(
+        lambda: expected.per_query,
         "ranklens-per-query-tie-aware.csv",
         "Download per-query (tie-aware) CSV",
         key="dl-per-query",
-        mime="text/csv",
     )
 
 

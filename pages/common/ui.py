@@ -394,10 +394,13 @@ def active_runs() -> list[Run]:
     return [ws.get("run", n) for n in state.SEL_RUNS.get() if n in ws.names("run")]
 
 
-def download_csv(frame: pd.DataFrame, filename: str, label: str = "Download CSV", key: str | None = None) -> None:
+def download_csv(
+    frame: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, label: str = "Download CSV", key: str | None = None
+) -> None:
+    """A CSV download of ``frame`` (or of what ``frame()`` returns: built only when clicked)."""
     st.download_button(
         label,
-        data=lambda: frame.to_csv(index=False).encode("utf-8"),
+        data=lambda: (frame() if callable(frame) else frame).to_csv(index=False).encode("utf-8"),
         file_name=filename,
         mime="text/csv",
         on_click="ignore",
