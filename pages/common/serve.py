@@ -15,18 +15,22 @@ uses ``st.navigation`` (as app.py does on every run) removes that window. `make 
 browser tests start the app through this module.
 
 Before the server starts, `prepare_first_page` imports what app.py and the Home page import and
-prepares Home's demo (datasets, digests, derived values, its tie SVG), so the first page comes
-soon after the server listens; it calls no Streamlit API and a failure in it only leaves the work
-to the first run. It runs before, not beside, the server: under one GIL a thread beside it made
+prepares Home's demo (datasets, digests, derived values), and `settle_heap` then does the
+first run's one-off interpreter work, so the first page comes soon after the server listens;
+neither calls a Streamlit API and a failure in them only leaves the work to the first run. It runs before, not beside, the server: under one GIL a thread beside it made
 no part faster and slowed the first session's run, which then shared the interpreter with it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import inspect
 import os
 import sys
 from pathlib import Path
+
+from core.runtime import freeze_heap
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 #: the core modules app.py, pages.common and the Home page import (with pandas and pyarrow;
@@ -38,6 +42,7 @@ FIRST_PAGE_MODULES: tuple[str, ...] = (
     "core.metrics",
     "core.ties",
     "core.demo",
+    "core.reports.data",
     "core.reports.metrics",
     "core.charts",
     "core.charts.metrics",
@@ -47,6 +52,7 @@ FIRST_PAGE_MODULES: tuple[str, ...] = (
     "core.rerank",
     "core.rerank.batch",
     "core.rerank.candidates",
+    "PIL.Image",  # st.set_page_config reads app.py's favicon file with Pillow
 )
 #: Home's default metric (pages/home.py: HOME_METRICS[0]) and traditional order
 _HOME_METRIC, _HOME_ORDER = "mrr@10", "trec"
@@ -78,11 +84,21 @@ def prepare_first_page() -> None:
         evaluate(runs, qrels[0], plain, ties=policy)
 
 
+def settle_heap() -> None:
+    """Once the imports and the demo are loaded: map every loaded module to its file in
+    `inspect`'s cache (the process's first Streamlit element calls ``inspect.stack()``, to
+    check for a REPL, which otherwise walks all ~2,000 modules inside the first run: ~0.2 s)
+    and freeze the heap (`core.runtime.freeze_heap`: the first run's full collection, which
+    Streamlit runs after every run, otherwise walks all of it: ~0.3 s)."""
+    inspect.stack()
+    freeze_heap()
+
+
 def _prepare_quietly() -> None:
-    try:
+    # a head start only: after a failure the first run imports and computes it again and reports the error itself
+    with contextlib.suppress(Exception):
         prepare_first_page()
-    except Exception:  # noqa: BLE001 - a head start only: the first run imports and computes it again and reports any error itself
-        return
+    settle_heap()
 
 
 def workspace_options(args: list[str]) -> tuple[dict[str, str], list[str]]:

@@ -92,6 +92,19 @@ def test_first_page_head_start_needs_neither_streamlit_nor_scipy_stats_nor_plotl
     assert out == "False False True False False"  # Home's tie story is SVG: no Plotly to prepare
 
 
+def test_head_start_settles_the_heap_even_when_preparing_fails():
+    out = _fresh_python(
+        "import gc\n"
+        "from pages.common import serve\n"
+        "def broken():\n"
+        "    raise RuntimeError('demo generation failed')\n"
+        "serve.prepare_first_page = broken\n"
+        "serve._prepare_quietly()\n"
+        "print(gc.get_freeze_count() > 0)"
+    )
+    assert out == "True"  # the server still starts, with what was loaded frozen
+
+
 def test_home_core_imports_leave_scipy_stats_for_significance():
     out = _fresh_python(
         "import sys\nimport core.reports.metrics, core.charts.metrics, core.stats\nprint('scipy.stats' in sys.modules)"
