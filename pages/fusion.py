@@ -1,5 +1,6 @@
 """Fusion: fuse two or more runs (RRF and peers), evaluate traditionally and tie-aware,
-see where documents moved, sweep k and weights, download the fused run."""
+download the fused run; then two lazy tabs (only the open one runs and draws): where each
+document moved for one query, and the sweeps of k and the weights."""
 
 from __future__ import annotations
 
@@ -217,59 +218,73 @@ if qrels is not None and metric_names:
         "Mean over the qrels' queries."
     )
 
-# ---- per-query view ------------------------------------------------------------------------
-st.subheader("Per-query view")
-q1, q2 = st.columns([3, 1])
-qid = q1.selectbox("Query", fused.qids, key="fuse_qid")
-view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, value=15, step=1, key="fuse_view_depth"))
-relevant = reports.relevant_docids(qrels, qid) if qrels is not None else set()
-show_figure(
-    cache.movement_figure(runs, params, qid, view_depth, frozenset(relevant)),
-    key="fuse_movement",
-    name=f"fusion-movement-{qid}",
-)
-st.caption(
-    "Lines join each document's rank in every input to its fused rank; filled markers are relevant; "
-    "shaded bands are tie groups of the fused list; hover for each input's contribution."
-)
-wide_prov = cache.provenance_table(runs, params, qid)
-# "—": the input does not list the document (its rank and score are missing, not zero)
-st.dataframe(wide_prov, width="stretch", hide_index=True, placeholder="—")
-ui.download_csv(wide_prov, f"fusion_provenance_{qid}.csv", key="dl-fuse-prov")
+# ---- per-query view and sweeps: lazy tabs, only the open one runs and draws ------------------
 
-# ---- sweeps ----------------------------------------------------------------------------------
-st.subheader("Sweeps")
-if qrels is None:
-    st.info("Select qrels in the sidebar to sweep k and the weights.")
-    st.stop()
-k_grid = tuple(log_grid(1, 200, 12))
-input_rows = sum(len(r) for r in runs)
-if input_rows > SWEEP_AUTO_ROWS and not st.toggle(
-    f"Run the sweeps ({len(k_grid)} fusions and evaluations of {input_rows:,} input rows each)", key="fuse_sweeps_on"
-):
-    st.caption("The inputs are large, so the sweeps wait until you switch them on.")
-    st.stop()
-sweep_metric = st.selectbox("Sweep metric", METRICS, key=state.FUSE_SWEEP_METRIC, bind="query-params")
-with st.spinner("Sweeping k…"):
-    ks = cache.sweep_k(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order)
-chosen_k = k if method == "rrf" else None
-show_figure(
-    cache.k_sweep_figure(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order, chosen_k),
-    key="fuse_k_sweep",
-    name="fusion-k-sweep",
-)
-ui.download_csv(ks, "fusion_k_sweep.csv", key="dl-fuse-ksweep")
-if len(runs) != 2:
-    st.caption("Pick exactly two runs to see the weight sweep.")
-    st.stop()
-with st.spinner("Sweeping the weights…"):
-    wsweep = cache.sweep_weight(runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order)
-names = (chosen[0], chosen[1])
-show_figure(
-    cache.weight_sweep_figure(
-        runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order, names
-    ),
-    key="fuse_w_sweep",
-    name="fusion-weight-sweep",
-)
-ui.download_csv(wsweep, "fusion_weight_sweep.csv", key="dl-fuse-wsweep")
+
+def show_per_query() -> None:
+    """One query: where each document moved, and the provenance of the fused list."""
+    q1, q2 = st.columns([3, 1])
+    qid = q1.selectbox("Query", fused.qids, key="fuse_qid")
+    view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, value=15, step=1, key="fuse_view_depth"))
+    relevant = reports.relevant_docids(qrels, qid) if qrels is not None else set()
+    show_figure(
+        cache.movement_figure(runs, params, qid, view_depth, frozenset(relevant)),
+        key="fuse_movement",
+        name=f"fusion-movement-{qid}",
+    )
+    st.caption(
+        "Lines join each document's rank in every input to its fused rank; filled markers are relevant; "
+        "shaded bands are tie groups of the fused list; hover for each input's contribution."
+    )
+    wide_prov = cache.provenance_table(runs, params, qid)
+    # "—": the input does not list the document (its rank and score are missing, not zero)
+    st.dataframe(wide_prov, width="stretch", hide_index=True, placeholder="—")
+    ui.download_csv(wide_prov, f"fusion_provenance_{qid}.csv", key="dl-fuse-prov")
+
+
+def show_sweeps() -> None:
+    """The metric as RRF's k varies, and (two runs) as the first run's weight moves."""
+    if qrels is None:
+        st.info("Select qrels in the sidebar to sweep k and the weights.")
+        return
+    k_grid = tuple(log_grid(1, 200, 12))
+    input_rows = sum(len(r) for r in runs)
+    if input_rows > SWEEP_AUTO_ROWS and not st.toggle(
+        f"Run the sweeps ({len(k_grid)} fusions and evaluations of {input_rows:,} input rows each)",
+        key="fuse_sweeps_on",
+    ):
+        st.caption("The inputs are large, so the sweeps wait until you switch them on.")
+        return
+    sweep_metric = st.selectbox("Sweep metric", METRICS, key=state.FUSE_SWEEP_METRIC, bind="query-params")
+    with st.spinner("Sweeping k…"):
+        ks = cache.sweep_k(runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order)
+    chosen_k = k if method == "rrf" else None
+    show_figure(
+        cache.k_sweep_figure(
+            runs, qrels, sweep_metric, k_grid, weights, depth or None, top_k or None, tie_order, chosen_k
+        ),
+        key="fuse_k_sweep",
+        name="fusion-k-sweep",
+    )
+    ui.download_csv(ks, "fusion_k_sweep.csv", key="dl-fuse-ksweep")
+    if len(runs) != 2:
+        st.caption("Pick exactly two runs to see the weight sweep.")
+        return
+    with st.spinner("Sweeping the weights…"):
+        wsweep = cache.sweep_weight(runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order)
+    names = (chosen[0], chosen[1])
+    show_figure(
+        cache.weight_sweep_figure(
+            runs, qrels, sweep_metric, method, k, norm, depth or None, top_k or None, tie_order, names
+        ),
+        key="fuse_w_sweep",
+        name="fusion-weight-sweep",
+    )
+    ui.download_csv(wsweep, "fusion_weight_sweep.csv", key="dl-fuse-wsweep")
+
+
+VIEWS = {"Per-query view": show_per_query, "Sweeps: k and weights": show_sweeps}
+for pane, render in zip(st.tabs(list(VIEWS), key="fuse_pane", on_change="rerun"), VIEWS.values(), strict=True):
+    if pane.open:
+        with pane:
+            render()

@@ -14,8 +14,9 @@ import plotly.graph_objects as go
 
 from core.charts import NO_DATA, PALETTE, SEQUENTIAL, base_layout, html_label
 
-#: heatmaps print their values in the cells up to this many models (hover beyond)
-PRINTED_MODELS = 25
+#: heatmaps print their values in the cells up to this many models, hover beyond: past 15 the
+#: numbers crowd the cells, and Plotly measures every label (20 models: 400, ~0.15 s a draw)
+PRINTED_MODELS = 15
 #: past this many models the heatmaps use a smaller tick font and row height
 DENSE_MODELS = 30
 #: the interval plot's marker colour for a pinned model

@@ -50,7 +50,14 @@ def test_demo_fusion_page_end_to_end():
     assert fused_row["ndcg@10 tie-aware"] > table["ndcg@10 tie-aware"].iloc[:3].max()  # the demo's story
     titles = _titles(at)
     assert any(t.startswith("Query q100: where each document moved") for t in titles)
+    assert not any("as k varies" in t for t in titles)  # the sweeps' tab is closed: not drawn, not computed
+    assert at.session_state["fuse_pane"] == "Per-query view"
+    at.session_state["fuse_pane"] = "Sweeps: k and weights"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    titles = _titles(at)
     assert any("as k varies" in t for t in titles)
+    assert not any(t.startswith("Query q100: where each document moved") for t in titles)
     k_fig = next(
         json.loads(c.proto.spec)
         for c in at.get("plotly_chart")

@@ -28,6 +28,9 @@ def test_fuse_two_demo_runs_and_download(page, app_server, goto, wait_for_app, s
     page.keyboard.press("Escape")
     wait_for_app(page)
     expect(select.locator('span[title^="graph (entities)"]:visible')).to_have_count(0)
+    expect(main.get_by_text("as the weight moves")).to_have_count(0)  # the sweeps' tab is lazy: closed
+    main.get_by_role("tab", name="Sweeps: k and weights").click()
+    wait_for_app(page)
     expect(main.get_by_text("as the weight moves").first).to_be_attached(timeout=60_000)
     expect(main.locator(".js-plotly-plot").first).to_be_visible(timeout=30_000)
     expect(main.get_by_test_id("stException")).to_have_count(0)
