@@ -9,6 +9,9 @@ browser), and prints one table:
   `make run`) of a browser already running (one blank tab open, as a user's browser is) with an
   empty cache; ``first page again``: the same after the server is restarted on the same port,
   the browser keeping its cache (Streamlit's scripts are immutable: `make run` a second time);
+* ``Streamlit's floor``: the same as ``first page again`` for `FLOOR_APP`, a page with only a
+  title, a paragraph, a three-row table and two sidebar widgets, served on the same port with the
+  project's config: what any Streamlit page costs on this machine, the peer of ``first page``;
 * per page (each also as ``run``: from the app's websocket connection to the end of the run,
   i.e. without the browser loading the HTML and JavaScript), ``cold``: the first visit of that page on this server (a new tab = a new session:
   the page's imports and its first computations on the demo data happen here), and ``warm``:
@@ -82,12 +85,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(port: int, log_path: Path) -> tuple[subprocess.Popen[bytes], float]:
-    """The app served as `make run` does; returns (process, seconds until healthy)."""
+#: the framework's floor, served like the app: a title, a paragraph, a three-row table and the
+#: sidebar's two widgets (what any Streamlit page with a table costs a browser on this machine)
+FLOOR_APP = """import pandas as pd
+import streamlit as st
+
+with st.sidebar:
+    st.selectbox("Qrels", ["demo", "mine"])
+    st.multiselect("Runs", ["bm25", "dense", "hybrid"], default=["bm25", "dense"])
+st.title("RankLens")
+st.markdown("A traditional metric is one arbitrary draw from the range that ties allow.")
+st.dataframe(pd.DataFrame({"run": ["bm25", "dense", "hybrid"], "mrr@10": [0.41, 0.45, 0.47]}), hide_index=True)
+"""
+
+
+def start_server(port: int, log_path: Path, floor_dir: Path | None = None) -> tuple[subprocess.Popen[bytes], float]:
+    """The app served as `make run` does (or, with ``floor_dir``, `FLOOR_APP` written there and
+    served by ``streamlit run`` with the project's config); returns (process, seconds until healthy)."""
+    target = ["-m", "pages.common.serve"]
+    cwd = ROOT
+    if floor_dir is not None:
+        (floor_dir / ".streamlit").mkdir(parents=True, exist_ok=True)
+        shutil.copy(ROOT / ".streamlit" / "config.toml", floor_dir / ".streamlit" / "config.toml")
+        (floor_dir / "app.py").write_text(FLOOR_APP, encoding="utf-8")
+        target, cwd = ["-m", "streamlit", "run", "app.py"], floor_dir
     cmd = [
         sys.executable,
-        "-m",
-        "pages.common.serve",
+        *target,
         "--server.headless",
         "true",
         "--server.address",
@@ -103,7 +127,7 @@ def start_server(port: int, log_path: Path) -> tuple[subprocess.Popen[bytes], fl
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             cmd,
-            cwd=ROOT,
+            cwd=cwd,
             env=env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -229,6 +253,11 @@ def main(argv: list[str] | None = None) -> int:
             stop_server(proc)  # `make run` again: a new server on the same port, the browser's cache kept
             proc, listening_again = start_server(port, tmp / "server-again.log")
             first_again, _ = visit(context, base + "/")
+            stop_server(proc)  # the framework's floor on the same port and browser (its cache now warm)
+            proc, listening_floor = start_server(port, tmp / "server-floor.log", floor_dir=tmp / "floor")
+            first_floor, _ = visit(context, base + "/")
+            stop_server(proc)
+            proc, _ = start_server(port, tmp / "server-pages.log")
             cold = {path: visit(context, f"{base}/{path}") for _, path in PAGES}
             warm = {}
             for _, path in PAGES:
@@ -245,13 +274,19 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             context.close()
             stop_server(proc)
-    log = "\n".join((tmp / name).read_text(errors="replace") for name in ("server.log", "server-again.log"))
+    log = "\n".join(
+        (tmp / name).read_text(errors="replace") for name in ("server.log", "server-again.log", "server-pages.log")
+    )
     load = os.getloadavg()
     print(f"load average {load[0]:.1f} on {os.cpu_count()} cores while measuring")
     print(f"server listening after {listening:.2f} s; first page (Home) rendered {first:.2f} s later")
     print(
         f"again, the browser's cache kept: listening after {listening_again:.2f} s; "
         f"first page rendered {first_again:.2f} s later"
+    )
+    print(
+        f"Streamlit's floor (bench.app.FLOOR_APP: title, paragraph, 3-row table, 2 sidebar widgets), same browser "
+        f"and port: listening after {listening_floor:.2f} s; first page rendered {first_floor:.2f} s later"
     )
     print(
         f"{'page':<12} {'url':<12} {'cold s':>7} {'warm s':>7} {'cold run':>9} {'warm run':>9} {'nav s':>6} {'nav max':>8}"
