@@ -224,8 +224,10 @@ if qrels is not None and metric_names:
 def show_per_query() -> None:
     """One query: where each document moved, and the provenance of the fused list."""
     q1, q2 = st.columns([3, 1])
+    state.keep_widget("fuse_qid", options=fused.qids)
     qid = q1.selectbox("Query", fused.qids, key="fuse_qid")
-    view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, value=15, step=1, key="fuse_view_depth"))
+    state.keep_widget("fuse_view_depth", default=15)
+    view_depth = int(q2.number_input("Show top", min_value=3, max_value=100, step=1, key="fuse_view_depth"))
     relevant = reports.relevant_docids(qrels, qid) if qrels is not None else set()
     show_figure(
         cache.movement_figure(runs, params, qid, view_depth, frozenset(relevant)),
@@ -249,6 +251,7 @@ def show_sweeps() -> None:
         return
     k_grid = tuple(log_grid(1, 200, 12))
     input_rows = sum(len(r) for r in runs)
+    state.keep_widget("fuse_sweeps_on")
     if input_rows > SWEEP_AUTO_ROWS and not st.toggle(
         f"Run the sweeps ({len(k_grid)} fusions and evaluations of {input_rows:,} input rows each)",
         key="fuse_sweeps_on",

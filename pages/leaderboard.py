@@ -339,6 +339,7 @@ def show_bootstrap() -> None:
     if lb.samples is None:
         st.info("Run the bootstrap to see the distribution of a model's rating.")
         return
+    state.keep_widget("lb_boot_model", options=table["model"].tolist())
     pick = st.selectbox("Model", table["model"].tolist(), key="lb_boot_model")
     row = table.set_index("model").loc[pick]
     figures.show_figure(

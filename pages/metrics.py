@@ -264,7 +264,9 @@ def show_bars() -> None:
 
 
 def show_gaps() -> None:
-    gap_metric = st.selectbox("Metric", ["mrr", "mrr@10", "ndcg@10", "map", "hits@3"], key="gap_metric")
+    gap_metrics = ["mrr", "mrr@10", "ndcg@10", "map", "hits@3"]
+    state.keep_widget("gap_metric", options=gap_metrics)
+    gap_metric = st.selectbox("Metric", gap_metrics, key="gap_metric")
     gaps = cache.tie_gap_table(runs, qrels, gap_metric, rel_level, trad)
     label = gap_metric.upper() if gap_metric.startswith("mrr") else gap_metric
     show_figure(tie_gap_scatter(gaps, label), key="gap", name=f"ranklens-tie-gaps-{gap_metric}")
@@ -314,9 +316,11 @@ def show_tie_groups() -> None:
 
 def show_query() -> None:
     qc1, qc2 = st.columns([2, 3])
+    state.keep_widget("drill_run", options=run_names)
     run_name = qc1.selectbox("Run", run_names, key="drill_run")
     run = runs[run_names.index(run_name)]
     gaps = reports.queries_by_gap(cache.tie_gap_table((run,), qrels, "mrr", rel_level, trad))
+    state.keep_widget("drill_qid", options=list(gaps.index))
     qid = qc2.selectbox(
         "Query (sorted by |Δ RR|, traditional − tie-aware)",
         list(gaps.index),

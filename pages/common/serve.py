@@ -17,8 +17,9 @@ browser tests start the app through this module.
 Before the server starts, `prepare_first_page` imports what app.py and the Home page import and
 prepares Home's demo (datasets, digests, derived values), and `settle_heap` then does the
 first run's one-off interpreter work, so the first page comes soon after the server listens;
-neither calls a Streamlit API and a failure in them only leaves the work to the first run. It runs before, not beside, the server: under one GIL a thread beside it made
-no part faster and slowed the first session's run, which then shared the interpreter with it.
+neither calls a Streamlit API, and a failure in them only leaves the work to the first run.
+They run before, not beside, the server: under one GIL a thread beside it made no part faster
+and slowed the first session's run, which then shared the interpreter with it.
 """
 
 from __future__ import annotations

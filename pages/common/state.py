@@ -11,7 +11,7 @@ passed as ``key=`` (its value comes back from the widget call) stays where the w
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
@@ -98,6 +98,21 @@ DEDUPE_RUNS: Slot[bool] = Slot("dedupe_runs", bool)
 # ---- Data page: the dataset inspector's widgets ----------------------------------------------
 INSPECT_KIND: Slot[str | None] = Slot("inspect_kind", _none)
 INSPECT_NAME: Slot[str | None] = Slot("inspect_name", _none)
+
+
+def keep_widget(key: str, default: Any = None, options: Sequence[Any] | None = None) -> None:
+    """Call just before drawing the widget ``key`` in a lazy pane (a tab that only draws when
+    open): Streamlit drops the state of a widget that a run does not draw, so the widget's
+    value is copied under a shadow key while it is drawn and given back when the pane opens
+    again (if still among ``options``); ``default`` the first time. The widget itself then
+    takes no default argument: its value comes from session state only."""
+    shadow = f"{key}__kept"
+    if key in st.session_state:
+        st.session_state[shadow] = st.session_state[key]
+    elif shadow in st.session_state and (options is None or st.session_state[shadow] in options):
+        st.session_state[key] = st.session_state[shadow]
+    elif default is not None:
+        st.session_state[key] = default
 
 
 def uploader_key(base: str) -> str:

@@ -182,3 +182,26 @@ def test_tie_order_read_from_the_url():
     at.query_params["fuse_tie_order"] = "first appearance (the LightRAG note)"
     at.run()
     assert not at.exception and at.selectbox(key="fuse_tie_order").value == "input"
+
+
+def test_the_per_query_choices_survive_a_visit_to_the_sweeps_tab():
+    """The tabs are lazy: a closed tab's widgets are not drawn, and Streamlit drops the state of
+    widgets a run does not draw; `state.keep_widget` gives them back when the tab opens again."""
+    at = _open()
+    qids = at.selectbox(key="fuse_qid").options
+    assert at.number_input(key="fuse_view_depth").value == 15
+    at.selectbox(key="fuse_qid").set_value(qids[3]).run()
+    at.number_input(key="fuse_view_depth").set_value(7).run()
+    at.session_state["fuse_pane"] = "Sweeps: k and weights"
+    at.run()
+    at.selectbox(key="fuse_sweep_metric").set_value("mrr@10").run()
+    assert not at.exception, [e.value for e in at.exception]
+    at.session_state["fuse_pane"] = "Per-query view"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.selectbox(key="fuse_qid").value == qids[3]
+    assert at.number_input(key="fuse_view_depth").value == 7
+    assert any(t.startswith(f"Query {qids[3]}: where each document moved (top 7)") for t in _titles(at))
+    at.session_state["fuse_pane"] = "Sweeps: k and weights"
+    at.run()
+    assert at.selectbox(key="fuse_sweep_metric").value == "mrr@10"
