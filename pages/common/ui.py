@@ -290,22 +290,35 @@ def sidebar() -> Any:
             help="Runs every page starts from (demo runs and your uploads)."
             + (f" Selected: {listed}." if selected else ""),
         )
-        st.caption(f"{plural(len(selected), 'run')} selected of {len(run_names):,}.")
         slot = st.empty()
         figures.image_format_picker()
-    slot.caption(counts_caption(ws))
+    _fill_counts(slot, ws)
     state.COUNTS_SLOT.set(slot)
     return slot
 
 
+def selection_caption(ws: Workspace) -> str:
+    """``2 runs selected of 8.``: the sidebar's selected runs among the workspace's runs."""
+    names = ws.names("run")
+    selected = [n for n in state.SEL_RUNS.get() if n in names]
+    return f"{plural(len(selected), 'run')} selected of {len(names):,}."
+
+
+def _fill_counts(slot: Any, ws: Workspace) -> None:
+    with slot.container():
+        st.caption(selection_caption(ws))
+        st.caption(counts_caption(ws))
+
+
 def sidebar_counts(slot: Any | None = None) -> None:
-    """Refill the sidebar's counts placeholder (``slot``, default this run's) with the
-    workspace's counts as they are now: called by `ensure_demo` when a page loads a demo
+    """Refill the sidebar's counts placeholder (``slot``, default this run's) with the selected
+    runs among the workspace's (`selection_caption`) and its counts (`counts_caption`) as they
+    are now: called by `ensure_demo` when a page loads a demo
     family, and by app.py once the page has run (after a page's ``st.stop()`` Streamlit
     drops every write, so the demo case is refreshed at once, not only at the end)."""
     slot = slot if slot is not None else state.COUNTS_SLOT.get()
     if slot is not None:
-        slot.caption(counts_caption(workspace()))
+        _fill_counts(slot, workspace())
 
 
 def ensure_demo(family: str) -> Workspace:

@@ -41,6 +41,7 @@ def test_counts_follow_a_demo_loaded_by_the_page_even_when_it_stops():
     at.run()
     assert not at.exception
     assert any(c.startswith("8 runs · 1 qrels") for c in captions(at)), captions(at)
+    assert "5 runs selected of 8." in captions(at)  # the runs the page added count on this run too
 
 
 def test_counts_follow_an_upload_and_a_removal_on_the_same_rerun(app):
