@@ -313,9 +313,9 @@ def _fill_counts(slot: Any, ws: Workspace) -> None:
 def sidebar_counts(slot: Any | None = None) -> None:
     """Refill the sidebar's counts placeholder (``slot``, default this run's) with the selected
     runs among the workspace's (`selection_caption`) and its counts (`counts_caption`) as they
-    are now: called by `ensure_demo` when a page loads a demo
-    family, and by app.py once the page has run (after a page's ``st.stop()`` Streamlit
-    drops every write, so the demo case is refreshed at once, not only at the end)."""
+    are now: called by `ensure_demo` when a page loads a demo family, and by app.py once the
+    page has run (after a page's ``st.stop()`` Streamlit drops every write, so the demo case is
+    refreshed at once, not only at the end)."""
     slot = slot if slot is not None else state.COUNTS_SLOT.get()
     if slot is not None:
         _fill_counts(slot, workspace())
