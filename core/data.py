@@ -843,17 +843,34 @@ class Qrels(_QueryCoded):
 
 # ---- pairwise votes ----------------------------------------------------------------------
 
+#: the label of a double loss (both answers bad): FastChat's ``tie (bothbad)``, LMArena's
+#: ``both_bad``; a tie in the fit unless excluded (``Votes.filter(exclude_both_bad=True)``)
+BOTH_BAD = "tie (bothbad)"
 #: normalised winner labels; both tie kinds count as half a win for each side in the fit
-WINNER_LABELS: tuple[str, ...] = ("model_a", "model_b", "tie", "tie (bothbad)")
+WINNER_LABELS: tuple[str, ...] = ("model_a", "model_b", "tie", BOTH_BAD)
+#: accepted spellings (compared trimmed and lower-cased) -> the normalised label
 _WINNER_ALIASES: dict[str, str] = {
     "model_a": "model_a",
     "model_b": "model_b",
     "tie": "tie",
-    "tie (bothbad)": "tie (bothbad)",
-    "tie(bothbad)": "tie (bothbad)",
-    "tie_bothbad": "tie (bothbad)",
-    "bothbad": "tie (bothbad)",
+    **dict.fromkeys(
+        (
+            "tie (bothbad)",
+            "tie(bothbad)",
+            "tie_bothbad",
+            "tie-bothbad",
+            "tie (both_bad)",
+            "tie_both_bad",
+            "bothbad",
+            "both_bad",
+            "both-bad",
+            "both bad",
+        ),
+        BOTH_BAD,
+    ),
 }
+#: the winners `Votes.from_table` accepts, as its errors list them
+WINNER_EXPECTED = "model_a, model_b, tie, tie (bothbad) / both_bad, or one of the two model names"
 VOTE_OPTIONAL: tuple[str, ...] = ("judge", "category", "timestamp", "weight")
 
 
@@ -909,8 +926,9 @@ class Votes:
     """Pairwise votes: rows ``(model_a, model_b, winner)`` plus optional ``judge``,
     ``category``, ``timestamp`` (UTC) and ``weight``.
 
-    ``winner`` is normalised to one of `WINNER_LABELS`; a winner equal to one of the two model
-    names is mapped to ``model_a`` / ``model_b``. Validation (at construction): empty model
+    ``winner`` is normalised to one of `WINNER_LABELS` (trimmed, case-insensitive, with the
+    spellings of ``_WINNER_ALIASES``: LMArena's ``both_bad`` is `BOTH_BAD`); a winner equal to one of the two
+    model names is mapped to ``model_a`` / ``model_b``. Validation (at construction): empty model
     names, self-comparisons, unknown winner strings and negative or non-finite weights raise
     `DataError` (a `VoteRowError` carrying the 0-based ``row``). ``meta`` may carry extras
     such as the demo's ``true_ratings``.
@@ -978,7 +996,7 @@ class Votes:
                     f"unknown winner {raw[row].as_py()!r}",
                     row=row,
                     file=source,
-                    expected="model_a, model_b, tie, tie (bothbad) or one of the two model names",
+                    expected=WINNER_EXPECTED,
                 )
         cols["winner"] = pc.take(pa.array(WINNER_LABELS, pa.string()), pa.array(out))
         for c in ("judge", "category"):
@@ -1072,13 +1090,24 @@ class Votes:
             return []
         return sorted(pc.unique(self.table[column]).to_pylist())
 
-    def filter(self, *, categories: list[str] | None = None, judges: list[str] | None = None) -> Votes:
-        """Only votes whose category / judge is in the given lists (None = no filter)."""
+    def filter(
+        self,
+        *,
+        categories: list[str] | None = None,
+        judges: list[str] | None = None,
+        exclude_both_bad: bool = False,
+    ) -> Votes:
+        """Only votes whose category / judge is in the given lists (None = no filter) and, with
+        ``exclude_both_bad``, not a double loss (`BOTH_BAD`: LMArena's view without both-bad
+        votes; by default they stay, ties as in FastChat). Without any filter: ``self``."""
         mask = None
         for col, allowed in (("category", categories), ("judge", judges)):
             if allowed is None or col not in self.table.column_names:
                 continue
             m = pc.is_in(self.table[col], value_set=pa.array([str(v) for v in allowed], pa.string()))
+            mask = m if mask is None else pc.and_(mask, m)
+        if exclude_both_bad:
+            m = pc.not_equal(self.table["winner"], BOTH_BAD)
             mask = m if mask is None else pc.and_(mask, m)
         if mask is None:
             return self

@@ -2,7 +2,8 @@
 
 Each vote ``(a, b, outcome)`` is oriented so that ``i = min(a, b)`` and ``j = max(a, b)``
 (model indices) and counted in one of three cells ``[wins_i, ties, wins_j]`` of its pair
-(``tie`` and ``tie (bothbad)`` are both ties). A vote counts with its weight, times
+(``tie`` and ``tie (bothbad)`` are both ties; `core.data.Votes.filter` with
+``exclude_both_bad`` drops the latter before aggregating). A vote counts with its weight, times
 ``0.5 ** (age / half_life)`` under temporal decay; votes of weight zero are dropped.
 """
 

@@ -18,6 +18,11 @@ stderr. A ``--workspace`` is rated in memory. There is no ``ray`` engine here: t
 draws its rounds from one seeded generator in order, so spreading them over workers would not
 give the same seeded results.
 
+``--exclude-both-bad``: leave out the double losses (``tie (bothbad)``, LMArena's ``both_bad``),
+as LMArena's view without both-bad votes, in every engine and for ``--workspace``
+(`core.data.Votes.filter` / `core.scale.votes.aggregate_votes`); by default they count as ties
+(FastChat). When set, the footer says so (a ``note:`` line on stderr outside the table format).
+
 ``--l2``: ``auto`` (default: no penalty when the maximum-likelihood ratings exist, ridge
 ``core.bt.AUTO_L2`` when they do not, stated in a warning), a ridge ``> 0``, or ``0`` for no
 penalty at all. ``--scale``, ``--base``, ``--init``: ratings are ``scale * s / ln(base) +
@@ -36,11 +41,14 @@ from core.cli import emit_table
 if TYPE_CHECKING:
     from core.bt import L2Option, Leaderboard
     from core.bt.counts import Aggregated
+    from core.data import Votes
 
 #: bytes of votes file read per chunk by ``--engine stream`` (`core.scale.votes.aggregate_votes`):
 #: a chunk costs about 20x its size while read (8 MB: ~0.3 GB peak in all, 32 MB: ~0.6 GB)
 STREAM_CHUNK_BYTES = 8 << 20
 LEADERBOARD_ENGINES = ("memory", "stream")
+#: the footer's line under ``--exclude-both-bad``
+BOTH_BAD_EXCLUDED = "Votes: double losses (tie (bothbad) / both_bad) excluded, not counted as ties"
 
 
 def _l2(text: str) -> L2Option:
@@ -100,6 +108,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="temporal decay: weight votes by 0.5 ** (age / DAYS) (needs timestamps)",
     )
     parser.add_argument(
+        "--exclude-both-bad",
+        action="store_true",
+        help="leave out the double losses (tie (bothbad), LMArena's both_bad) instead of counting them as ties "
+        "(FastChat's default)",
+    )
+    parser.add_argument(
         "--engine",
         choices=list(LEADERBOARD_ENGINES),
         default=None,
@@ -148,12 +162,12 @@ def run(args: argparse.Namespace) -> int:
             raise RankLensError(f"--engine {args.engine} reads a votes file: a --workspace is rated in memory")
         wf = open_workspace(args.workspace)
         votes = wf.workspace.get("votes", choose(wf, "votes", "lb_votes"))
-        lb = bt.leaderboard(votes, half_life_days=args.half_life, **options)
+        lb = bt.leaderboard(_kept(args, votes), half_life_days=args.half_life, **options)
     elif _engine(args) == "stream":
         bt.check_options(args.intervals, args.ci)  # before reading the whole file
         lb = bt.leaderboard_from_cells(_streamed(args), source=display_name(Path(args.votes)), **options)
     else:
-        lb = bt.leaderboard(read_votes(args.votes), half_life_days=args.half_life, **options)
+        lb = bt.leaderboard(_kept(args, read_votes(args.votes)), half_life_days=args.half_life, **options)
     for d in lb.diagnostics:
         label = "warning" if d.level in ("warning", "error") else "note"
         print(f"{label}: {d.message}", file=sys.stderr)
@@ -164,17 +178,27 @@ def run(args: argparse.Namespace) -> int:
 
         write = export.leaderboard_markdown if args.format == "markdown" else export.leaderboard_latex
         sys.stdout.write(write(lb, seed=args.seed))
-        for line in footer(lb, args.seed):
+        for line in footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args)):
             print(f"note: {line}", file=sys.stderr)
         return 0
     frame = lb.table[bt.TABLE_COLUMNS].copy()
     emit_table(frame, args.format, json_payload=lb.records())
     if args.format == "table":
-        print("\n".join(footer(lb, args.seed)))
+        print("\n".join(footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args))))
     else:
-        for line in footer(lb, args.seed):
+        for line in footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args)):
             print(f"note: {line}", file=sys.stderr)
     return 0
+
+
+def _exclude_both_bad(args: argparse.Namespace) -> bool:
+    """``--exclude-both-bad`` (False for a namespace built without it)."""
+    return bool(getattr(args, "exclude_both_bad", False))
+
+
+def _kept(args: argparse.Namespace, votes: Votes) -> Votes:
+    """``votes`` without their double losses under ``--exclude-both-bad``, else ``votes``."""
+    return votes.filter(exclude_both_bad=_exclude_both_bad(args))
 
 
 def _engine(args: argparse.Namespace) -> str:
@@ -196,18 +220,25 @@ def _streamed(args: argparse.Namespace) -> Aggregated:
     """The votes file's cells read in chunks of `STREAM_CHUNK_BYTES` (`core.scale.votes.aggregate_votes`)."""
     from core.scale.votes import aggregate_votes
 
-    return aggregate_votes(args.votes, half_life_days=args.half_life, chunk_bytes=STREAM_CHUNK_BYTES)
+    return aggregate_votes(
+        args.votes,
+        half_life_days=args.half_life,
+        chunk_bytes=STREAM_CHUNK_BYTES,
+        exclude_both_bad=_exclude_both_bad(args),
+    )
 
 
-def footer(lb: Leaderboard, seed: int | None = None) -> list[str]:
+def footer(lb: Leaderboard, seed: int | None = None, *, exclude_both_bad: bool = False) -> list[str]:
     """The table's footer: the interval method (`core.reports.export.IntervalMethod`: bootstrap
-    rounds and ``seed``, or sandwich), the L2 penalty used and, if any, the models that are not
-    estimable."""
+    rounds and ``seed``, or sandwich), the L2 penalty used, `BOTH_BAD_EXCLUDED` when the double
+    losses were left out and, if any, the models that are not estimable."""
     from core.reports.export import interval_method
 
     lines = [f"Intervals: {interval_method(lb, seed).text()}"]
     if lb.summary is not None:
         lines.append(f"L2 penalty: {lb.summary.penalty}")
+    if exclude_both_bad:
+        lines.append(BOTH_BAD_EXCLUDED)
     off = lb.not_estimable()
     if off:
         by_value = {v: [m for m, x in off.items() if x == v] for v in ("+inf", "-inf", "NaN")}

@@ -1,7 +1,8 @@
 """Read pairwise votes from CSV, JSONL (or a JSON array) and Parquet into `core.data.Votes`.
 
 Columns: ``model_a, model_b, winner`` and optionally ``judge, category, timestamp, weight``
-(see `Votes`). The outcome column may instead be BixArena's raw ``preference`` (values
+(see `Votes`; a double loss, FastChat's ``tie (bothbad)`` or LMArena's ``both_bad``, is read as
+``tie (bothbad)``). The outcome column may instead be BixArena's raw ``preference`` (values
 ``model_a`` / ``model_b`` / ``tie``, and the arena's ``tie (bothbad)``; the same values and
 aliases as ``winner``): it is read as ``winner``, and an unknown value is named as an unknown
 preference. A file with both columns must give the same outcome in both on every row (after

@@ -13,7 +13,10 @@ are kept per unordered pair of models in the order the stream met them and turne
 reader's model order at the end (models of ``model_a`` in first appearance, then the new ones
 of ``model_b``, as `core.data.Votes.encoded`), swapping a pair's wins when its orientation
 changes. Temporal decay needs the latest timestamp first: with ``half_life_days`` the file is
-read twice.
+read twice. ``exclude_both_bad`` drops each chunk's double losses as
+``Votes.filter(exclude_both_bad=True)`` drops the whole file's (before the decay's latest
+timestamp and the model order), so the cells equal
+``aggregate(read_votes(path).filter(exclude_both_bad=True), ...)``.
 """
 
 from __future__ import annotations
@@ -113,15 +116,25 @@ class _Cells:
 
 
 def aggregate_votes(
-    path: str | Path, *, half_life_days: float | None = None, chunk_bytes: int = CHUNK_BYTES
+    path: str | Path,
+    *,
+    half_life_days: float | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+    exclude_both_bad: bool = False,
 ) -> Aggregated:
-    """`core.bt.counts.aggregate` of the votes in ``path``, streamed (see the module docstring)."""
+    """`core.bt.counts.aggregate` of the votes in ``path``, streamed (see the module docstring);
+    with ``exclude_both_bad``, of the votes that are not a double loss (`core.data.BOTH_BAD`)."""
+
+    def chunks() -> Iterator[Votes]:
+        for votes in iter_vote_chunks(path, chunk_bytes):
+            yield votes.filter(exclude_both_bad=exclude_both_bad)
+
     ref = 0.0
     if half_life_days is not None:
         if not half_life_days > 0:
             raise DataError(f"half-life {half_life_days!r} must be positive", expected="a half-life in days > 0")
         latest = -np.inf
-        for votes in iter_vote_chunks(path, chunk_bytes):
+        for votes in chunks():
             if "timestamp" not in votes.columns:
                 raise DataError(
                     "temporal decay needs a timestamp column", file=votes.source, expected="a timestamp per vote"
@@ -135,7 +148,7 @@ def aggregate_votes(
     first_b: dict[str, None] = {}
     cells = _Cells()
     n_votes = 0
-    for votes in iter_vote_chunks(path, chunk_bytes):
+    for votes in chunks():
         a, b, o, models = votes.encoded
         to_stream = np.fromiter((number.setdefault(m, len(number)) for m in models), np.int64, len(models))
         for code in np.unique(a).tolist():
