@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from core.demo import load_demo
+
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT_ENV = {"RANKLENS_MAX_EXPANDED_MB": "1"}  # bombs expand past it; every good file is far below
 HANG_GUARD = 180  # seconds: a generous guard, not a speed assertion
@@ -111,7 +113,7 @@ def _workspace() -> bytes:
     from core.workspace.file import save_workspace
 
     ws = Workspace()
-    ws.ensure_demo("evaluation")
+    ws.add_all(load_demo("evaluation"), origin="demo")
     out = io.BytesIO()
     save_workspace(ws, out)
     return out.getvalue()

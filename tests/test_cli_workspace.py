@@ -55,14 +55,14 @@ def saved(files, tmp_path_factory) -> str:
 
 def test_show_lists_kind_name_rows_digest_and_version(saved):
     shown = json.loads(cli("workspace", "show", saved, "--format", "json").stdout)
-    assert shown["format"] == "ranklens-workspace" and shown["version"] == 1
+    assert shown["format"] == "ranklens-workspace" and shown["version"] == 2
     kinds = [d["kind"] for d in shown["datasets"]]
     assert kinds == ["run"] * len(kinds[:-4]) + ["qrels", "answers", "chunkmap", "votes"]
     assert len(kinds) > 5
     assert all(set(d) >= {"kind", "name", "rows", "digest"} for d in shown["datasets"])
     assert {d["name"]: d["rows"] for d in shown["datasets"]}["chunks.csv"] == 2
     table = cli("workspace", "show", saved).stdout
-    assert table.startswith("ranklens-workspace version 1") and "bm25-float-scores" in table
+    assert table.startswith("ranklens-workspace version 2") and "bm25-float-scores" in table
 
 
 def test_load_verifies(saved):

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from core.demo import load_demo
 from core.errors import DataError
 from core.workspace import Workspace
 from core.workspace.file import load_workspace, save_workspace
@@ -20,7 +21,7 @@ from pages.common.serve import workspace_options
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
     ws = Workspace()
-    ws.ensure_demo("evaluation")
+    ws.add_all(load_demo("evaluation"), origin="demo")
     shared = tmp_path / "shared"
     (shared / "sub").mkdir(parents=True)
     save_workspace(ws, shared / "a.ranklens.zip")

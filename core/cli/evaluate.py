@@ -5,7 +5,9 @@ tie group under the ``expected`` policy): the values go from the metric arrays t
 
 ``--report ties`` prints the G-RAG notebook's report instead (`core.tiereport`): traditional
 values under ``--ties`` (``trec``, ``input`` — the notebook's — or ``given``) against the
-tie-aware ones, with tie statistics and advice; by default on the notebook's metrics.
+tie-aware ones, with tie statistics, RankLens's verdict (from the measured gaps) and, labelled
+as such, the notebook's own rule (ties in more than 10% of queries); by default on the
+notebook's metrics.
 
 ``--chunk-map FILE`` evaluates chunk-level runs against document-level qrels (`core.chunks`):
 ``--collapse cut-then-dedup`` (the default, the hybrid-RAG report's Recall@10) or
@@ -13,9 +15,10 @@ tie-aware ones, with tie statistics and advice; by default on the notebook's met
 Recall@10 values (`core.bands`).
 
 ``--workspace FILE`` evaluates a workspace file (`core.workspace.file`, verified on reading):
-every run it holds, against its qrels (the only one, else the one selected when it was saved,
-`core.cli.workspace.choose`), exactly as the files it was saved from; ``--run`` adds runs,
-``--qrels`` replaces the qrels.
+the runs selected when the dashboard saved it (every run of a file without a saved selection,
+`core.cli.workspace.chosen_runs`) against its qrels (the only one, else the one selected when it
+was saved, `core.cli.workspace.choose`), exactly as the files it was saved from; ``--run`` adds
+runs, ``--qrels`` replaces the qrels.
 """
 
 from __future__ import annotations
@@ -61,9 +64,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--workspace",
         default=None,
         metavar="FILE",
-        help="workspace file (python -m core workspace save, or the dashboard's Save workspace): evaluate every run "
-        "it holds against its qrels (the only one, else the one selected when it was saved), exactly as from the "
-        "original files; --run / --qrels add runs / replace the qrels",
+        help="workspace file (python -m core workspace save, or the dashboard's Save workspace): evaluate the runs "
+        "selected when it was saved (every run without a saved selection) against its qrels (the only one, else the "
+        "one selected when it was saved), exactly as from the original files; --run / --qrels add runs / replace the "
+        "qrels",
     )
     parser.add_argument(
         "--metrics",
@@ -115,7 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=("ties",),
         default=None,
         help="ties: the G-RAG notebook's report (traditional vs tie-aware mean ± std, per-query gaps, "
-        "tie statistics, advice)",
+        "tie statistics, a verdict from the measured gaps, and the notebook's 10%% rule shown as the notebook's)",
     )
     parser.add_argument(
         "--ddof",
@@ -219,11 +223,13 @@ def _qrels(args: argparse.Namespace) -> Qrels:
 
 
 def _runs(args: argparse.Namespace) -> list[Run]:
-    """The workspace's runs (all, in order), then those of ``--run``."""
+    """The workspace's runs (`core.cli.workspace.chosen_runs`), then those of ``--run``."""
     runs = []
     if args.workspace is not None:
+        from core.cli.workspace import chosen_runs
+
         wf = _workspace(args)
-        runs = [run for _, run in wf.workspace.items("run")]
+        runs = [wf.workspace.get("run", name) for name in chosen_runs(wf)]
     return runs + (read_named_runs(args.run) if args.run else [])
 
 
@@ -256,8 +262,10 @@ def _emit(result: Evaluation, args: argparse.Namespace) -> int:
 
 def run_tie_report(args: argparse.Namespace) -> int:
     """``--report ties``: `core.tiereport.tie_report` under the traditional order ``--ties``;
-    table: the notebook's text; csv: the summary (or, with --per-query, the per-query values
-    with each query's tie facts); json: `core.tiereport.TieReport.to_json`."""
+    table: the notebook's text with each run's verdict and the notebook's rule
+    (`core.tiereport.render_tie_report`); csv: the summary (or, with --per-query, the per-query
+    values with each query's tie facts); json: `core.tiereport.TieReport.to_json` (each run's
+    ``verdict`` and ``notebook_rule``)."""
     from core.tiereport import render_tie_report, tie_report
 
     if args.ties not in TRADITIONAL_ORDERS:

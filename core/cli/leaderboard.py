@@ -161,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         if getattr(args, "engine", None) not in (None, "memory"):
             raise RankLensError(f"--engine {args.engine} reads a votes file: a --workspace is rated in memory")
         wf = open_workspace(args.workspace)
-        votes = wf.workspace.get("votes", choose(wf, "votes", "lb_votes"))
+        votes = wf.workspace.get("votes", choose(wf, "votes", "sel_votes", "lb_votes"))
         lb = bt.leaderboard(_kept(args, votes), half_life_days=args.half_life, **options)
     elif _engine(args) == "stream":
         bt.check_options(args.intervals, args.ci)  # before reading the whole file

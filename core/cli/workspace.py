@@ -51,10 +51,10 @@ def run(args: argparse.Namespace) -> int:
     from core.workspace.file import read_manifest
 
     if args.action == "show":
-        manifest = read_manifest(args.file)
+        _print_manifest(read_manifest(args.file), args.format, verified=False)
     else:
-        manifest = open_workspace(args.file).manifest
-    _print_manifest(manifest, args.format, verified=args.action == "load")
+        wf = open_workspace(args.file)
+        _print_manifest(wf.manifest, args.format, verified=True, left_out=wf.left_out)
     return 0
 
 
@@ -103,7 +103,9 @@ def _file_digest(path: str) -> str:
     return digest.hexdigest()[:20]
 
 
-def _print_manifest(manifest: Manifest, fmt: str, *, verified: bool) -> None:
+def _print_manifest(
+    manifest: Manifest, fmt: str, *, verified: bool, left_out: tuple[tuple[str, str], ...] = ()
+) -> None:
     from core.workspace.file import FORMAT, describe_manifest
 
     rows = describe_manifest(manifest)
@@ -114,6 +116,7 @@ def _print_manifest(manifest: Manifest, fmt: str, *, verified: bool) -> None:
             "version": manifest.version,
             "created": manifest.created,
             "verified": verified,
+            "left_out": [{"kind": kind, "name": name} for kind, name in left_out],
             "datasets": rows,
             "link": link if isinstance(link, str) else None,
             "settings": manifest.settings,
@@ -129,6 +132,11 @@ def _print_manifest(manifest: Manifest, fmt: str, *, verified: bool) -> None:
         print("(no datasets)")
     if isinstance(link, str) and link:
         print(f"saved view: {link}")
+    if left_out:
+        print(
+            f"left out: {len(left_out)} demo dataset{'s' if len(left_out) != 1 else ''} that this version-"
+            f"{manifest.version} file saved by default beside the user's own"
+        )
     if verified:
         print(f"ok: {len(rows)} dataset{'s' if len(rows) != 1 else ''} read, digests and validation passed")
 
@@ -141,18 +149,20 @@ def open_workspace(path: str) -> WorkspaceFile:
     return load_workspace(path)
 
 
-def choose(wf: WorkspaceFile, kind: str, slot: str | None = None) -> str:
+def choose(wf: WorkspaceFile, kind: str, *slots: str) -> str:
     """The name of the one dataset of ``kind`` to use: the only one, else the dashboard's
-    selection saved under ``settings["slots"][slot]``; `DataError` otherwise, naming them."""
+    selection saved under ``settings["slots"][slot]`` (the first of ``slots`` naming a dataset
+    of the file); `DataError` otherwise, naming them."""
     from core.errors import DataError
 
     names = wf.workspace.names(kind)
     if len(names) == 1:
         return names[0]
-    slots = wf.settings.get(SLOTS)
-    chosen = slots.get(slot) if slot and isinstance(slots, dict) else None
-    if isinstance(chosen, str) and chosen in names:
-        return chosen
+    saved = _saved_slots(wf)
+    for slot in slots:
+        chosen = saved.get(slot)
+        if isinstance(chosen, str) and chosen in names:
+            return chosen
     if not names:
         raise DataError(f"the workspace holds no {kind}", expected=f"a workspace with {kind} (or pass the file)")
     shown = ", ".join(repr(n) for n in names[:10]) + (" ..." if len(names) > 10 else "")
@@ -160,3 +170,18 @@ def choose(wf: WorkspaceFile, kind: str, slot: str | None = None) -> str:
         f"the workspace holds {len(names)} {kind} datasets ({shown}) and no saved selection",
         expected=f"one {kind} dataset, or pass the {kind} file",
     )
+
+
+def chosen_runs(wf: WorkspaceFile) -> list[str]:
+    """The runs to evaluate: those selected in the dashboard when it saved the file (the
+    ``sel_runs`` slot, the ones still in the file, in the file's order), else every run."""
+    names = wf.workspace.names("run")
+    picked = _saved_slots(wf).get("sel_runs")
+    if isinstance(picked, list) and any(n in names for n in picked if isinstance(n, str)):
+        return [n for n in names if n in picked]
+    return names
+
+
+def _saved_slots(wf: WorkspaceFile) -> dict[str, Any]:
+    slots = wf.settings.get(SLOTS)
+    return slots if isinstance(slots, dict) else {}

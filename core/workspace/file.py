@@ -10,6 +10,11 @@ logical content, independent of how it is chunked), plus the settings (JSON scal
 and objects: pages decide what they hold, e.g. the URL query parameters and the current
 page's link). No pickle: reading parses JSON and Parquet only and never executes code.
 
+A file holds what the user chose (`Workspace.chosen`): never the demo a session shows by
+default. Version 1 saved that demo too: reading such a file leaves its demo datasets out when it
+holds any of the user's (`WorkspaceFile.left_out`), and opens one holding only demo datasets as
+the demo shown by default.
+
 Reading treats the file as hostile (`read_manifest`, `load_workspace`): a file that is not a
 zip or not this format, more than `MAX_MEMBERS` members or a member list beyond
 `MAX_DIRECTORY_BYTES` (checked in the zip's end record before `zipfile` parses the list), a
@@ -61,7 +66,10 @@ from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.workspace import KINDS, Workspace
 
 FORMAT = "ranklens-workspace"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: version 1 saved the demo datasets a session showed by default next to the user's own; from
+#: version 2 a file holds only the datasets the user chose (`Workspace.chosen`)
+AUTO_DEMO_VERSIONS = range(1, 2)
 MANIFEST = "manifest.json"
 #: the file name ending the dashboard and the CLI suggest (a zip: any zip tool opens it)
 SUFFIX = ".ranklens.zip"
@@ -132,8 +140,9 @@ class DatasetRecord:
 
 @dataclass(frozen=True)
 class Manifest:
-    """A workspace file's table of contents: format version, datasets, demo families already
-    loaded (not added again on open) and the settings saved with it."""
+    """A workspace file's table of contents: format version, datasets and the settings saved
+    with it. ``demos``: version 1 only, the demo families its session had loaded (read, not
+    used; written empty)."""
 
     version: int
     datasets: tuple[DatasetRecord, ...]
@@ -158,6 +167,9 @@ class WorkspaceFile:
 
     workspace: Workspace
     manifest: Manifest
+    #: datasets of the manifest not restored: demo datasets a version-1 file saved by default
+    #: next to the user's own, as ``(kind, name)``
+    left_out: tuple[tuple[str, str], ...] = ()
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -395,40 +407,37 @@ def save_workspace(
 def _write(ws: Workspace, target: IO[bytes], settings: dict[str, Any]) -> None:
     records: list[DatasetRecord] = []
     with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED, allowZip64=True) as archive:
-        index = 0
-        for kind in KINDS:
-            for name in ws.names(kind):
-                entry = ws.entry(kind, name)
-                table = _to_table(kind, entry.obj)
-                buffer = pa.BufferOutputStream()
-                pq.write_table(table, buffer, compression="zstd", compression_level=3)
-                raw = buffer.getvalue()
-                member = f"data/{index:03d}-{kind}.parquet"
-                index += 1
-                with archive.open(member, "w", force_zip64=True) as fh:
-                    fh.write(memoryview(raw))
-                meta, left = _meta_out(getattr(entry.obj, "meta", {}) or {})
-                records.append(
-                    DatasetRecord(
-                        kind=kind,
-                        name=name,
-                        rows=table.num_rows,
-                        file=member,
-                        sha256=hashlib.sha256(memoryview(raw)).hexdigest(),
-                        content=dataset_digest(table),
-                        origin=entry.origin,
-                        note=entry.note,
-                        source=getattr(entry.obj, "source", None),
-                        upload_digest=entry.digest,
-                        meta=meta,
-                        meta_not_saved=left,
-                    )
+        for index, entry in enumerate(ws.chosen()):
+            kind, name = entry.kind, entry.name
+            table = _to_table(kind, entry.obj)
+            buffer = pa.BufferOutputStream()
+            pq.write_table(table, buffer, compression="zstd", compression_level=3)
+            raw = buffer.getvalue()
+            member = f"data/{index:03d}-{kind}.parquet"
+            with archive.open(member, "w", force_zip64=True) as fh:
+                fh.write(memoryview(raw))
+            meta, left = _meta_out(getattr(entry.obj, "meta", {}) or {})
+            records.append(
+                DatasetRecord(
+                    kind=kind,
+                    name=name,
+                    rows=table.num_rows,
+                    file=member,
+                    sha256=hashlib.sha256(memoryview(raw)).hexdigest(),
+                    content=dataset_digest(table),
+                    origin=entry.origin,
+                    note=entry.note,
+                    source=getattr(entry.obj, "source", None),
+                    upload_digest=entry.digest,
+                    meta=meta,
+                    meta_not_saved=left,
                 )
+            )
         manifest = Manifest(
             FORMAT_VERSION,
             tuple(records),
             settings,
-            tuple(sorted(ws.demos_loaded)),
+            (),
             datetime.now(UTC).isoformat(timespec="seconds"),
         )
         text = json.dumps(manifest.to_json(), indent=1, ensure_ascii=False, allow_nan=False)
@@ -750,7 +759,9 @@ def load_workspace(source: WorkspaceSource, *, filename: str | None = None) -> W
         manifest = _manifest_of(archive, name)
         limit = max_expanded_bytes()
         ws = Workspace()
-        for record in manifest.datasets:
+        records, left_out = _restored(manifest)
+        auto = bool(records) and all(r.origin == "demo" for r in records) and manifest.version in AUTO_DEMO_VERSIONS
+        for record in records:
             raw = _read_member(archive, record.file, name, limit)
             if hashlib.sha256(raw).hexdigest() != record.sha256:
                 raise DataError(
@@ -791,9 +802,19 @@ def load_workspace(source: WorkspaceSource, *, filename: str | None = None) -> W
                 digest=record.upload_digest,
                 note=record.note,
                 replace=True,
+                auto=auto,
             )
-        ws.demos_loaded.update(d for d in manifest.demos)
-    return WorkspaceFile(ws, manifest)
+    return WorkspaceFile(ws, manifest, tuple((r.kind, r.name) for r in left_out))
+
+
+def _restored(manifest: Manifest) -> tuple[list[DatasetRecord], list[DatasetRecord]]:
+    """(records restored, records left out). A version-1 file saved the demo a session showed
+    by default next to the user's datasets: when it holds any dataset of the user's, its demo
+    ones are left out; one holding only demo datasets opens as the demo shown by default."""
+    records = list(manifest.datasets)
+    if manifest.version not in AUTO_DEMO_VERSIONS or all(r.origin == "demo" for r in records):
+        return records, []
+    return [r for r in records if r.origin != "demo"], [r for r in records if r.origin == "demo"]
 
 
 def describe_manifest(manifest: Manifest) -> list[dict[str, Any]]:
