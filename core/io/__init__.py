@@ -1,6 +1,7 @@
 """Readers and writers for every RankLens data family: runs, qrels, answers and chunk maps
 (`core.io.runs`), pairwise votes (`core.io.votes`), rerank candidates and text tables
-(`core.io.corpus`). ``collapse_chunks`` is `core.chunks`' (it computes; kept here by name).
+(`core.io.corpus`); which kind a file holds, by its content (`core.io.kinds.sniff_kind`).
+``collapse_chunks`` is `core.chunks`' (it computes; kept here by name).
 
 The names below are loaded on first use (PEP 562 ``__getattr__``): ``from core.io import
 read_runs`` imports `core.io.runs` alone, so evaluating a run from the command line does not
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from core.chunks import collapse_chunks
     from core.io._common import sniff_format
     from core.io.corpus import read_candidates, read_candidates_from_run, read_text_table
+    from core.io.kinds import KindGuess, sniff_kind
     from core.io.runs import (
         read_answers,
         read_chunk_map,
@@ -34,6 +36,8 @@ _HOME: dict[str, str] = {
     "read_candidates": "core.io.corpus",
     "read_candidates_from_run": "core.io.corpus",
     "read_text_table": "core.io.corpus",
+    "KindGuess": "core.io.kinds",
+    "sniff_kind": "core.io.kinds",
     "collapse_chunks": "core.chunks",
     "read_answers": "core.io.runs",
     "read_chunk_map": "core.io.runs",
@@ -46,6 +50,7 @@ _HOME: dict[str, str] = {
 }
 
 __all__ = [
+    "KindGuess",
     "collapse_chunks",
     "read_answers",
     "read_candidates",
@@ -57,6 +62,7 @@ __all__ = [
     "read_text_table",
     "read_votes",
     "sniff_format",
+    "sniff_kind",
     "write_qrels",
     "write_trec_run",
 ]

@@ -52,13 +52,15 @@ def max_expanded_bytes() -> int:
     return int(mb * (1 << 20))
 
 
-def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = None) -> bytes:
+def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = None, *, head: bool = False) -> bytes:
     """Decompress gzip ``source`` (bytes, or a binary stream positioned at the magic) as a
     stream, every member of a multi-member file in turn, refusing with `DataError` as soon as
     the output passes ``limit`` bytes (default `max_expanded_bytes`): memory stays within
     ``limit`` plus one chunk, and a bomb is refused after expanding ``limit`` bytes only.
     Without ``limit`` or `MAX_EXPANDED_ENV`, an expansion beyond `MAX_RATIO` times the bytes
-    read (past `_RATIO_FLOOR`) is refused too. Trailing NUL padding is ignored; other trailing bytes or a truncated stream are corrupt."""
+    read (past `_RATIO_FLOOR`) is refused too. Trailing NUL padding is ignored; other trailing bytes or a truncated stream are corrupt.
+    With ``head``, the output past ``limit`` is not refused but left unread: the first ``limit``
+    bytes are returned as soon as they are out (what content sniffing reads, `core.io.kinds`)."""
     guard_ratio = limit is None and not os.environ.get(MAX_EXPANDED_ENV, "").strip()
     limit = max_expanded_bytes() if limit is None else limit
     read_bytes = 0
@@ -86,6 +88,9 @@ def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = Non
                     file=name,
                     expected=f"real data (set {MAX_EXPANDED_ENV} or --max-expanded-mb to accept it anyway)",
                 )
+            if total > limit and head:
+                out.append(chunk)
+                return b"".join(out)[:limit]
             if total > limit:
                 raise DataError(
                     f"expands beyond {round(limit / (1 << 20), 2):g} MB; refused as a possible decompression bomb",

@@ -707,6 +707,23 @@ def _read_trec_qrels(raw: bytes, display: str) -> tuple[pa.Table, LineMap]:
 # ---------------------------------------------------------------------------------------
 # Answers and chunk maps
 # ---------------------------------------------------------------------------------------
+#: the reference column of answers, first found wins: CSV/TSV header names (compared
+#: lower-cased) and JSONL keys (compared as written)
+ANSWER_REFERENCE_COLUMNS = ("reference", "references", "answer")
+ANSWER_REFERENCE_KEYS = ("references", "reference", "answers", "answer")
+#: column names (lower-cased) `read_chunk_map` reads as its two columns
+CHUNK_MAP_ALIASES = {
+    "chunk_id": "chunk_id",
+    "chunk": "chunk_id",
+    "docid": "chunk_id",
+    "doc_id": "doc_id",
+    "document_id": "doc_id",
+    "source": "doc_id",
+    "url": "doc_id",
+    "source_url": "doc_id",
+}
+
+
 @refuse_exhaustion
 def read_answers(data: Source, *, filename: str | None = None, fmt: str | None = None) -> pd.DataFrame:
     """Answers for answer-level metrics: one row per qid with ``prediction`` and a list of
@@ -719,7 +736,7 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
     records: list[tuple[str, str, list[str]]] = []
     if kind == "jsonl":
         for number, obj in json_lines(raw.decode("utf-8"), display):
-            refs = obj.get("references", obj.get("reference", obj.get("answers", obj.get("answer"))))
+            refs = next((obj[k] for k in ANSWER_REFERENCE_KEYS if k in obj), None)
             if "qid" not in obj or "prediction" not in obj or refs is None:
                 raise DataError(
                     "missing qid, prediction or reference(s)",
@@ -734,7 +751,7 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
         delimiter = "\t" if kind == "tsv" else ","
         reader = csv.DictReader(io.StringIO(raw.decode("utf-8")), delimiter=delimiter)
         fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
-        ref_key = fields.get("reference") or fields.get("references") or fields.get("answer")
+        ref_key = next((fields[k] for k in ANSWER_REFERENCE_COLUMNS if k in fields), None)
         if "qid" not in fields or "prediction" not in fields or ref_key is None:
             raise DataError(
                 "header lacks qid, prediction or reference",
@@ -768,16 +785,7 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
     kind = sniff_format(raw, display, fmt)
     check_text(raw, display)
     raw = strip_bom(raw)
-    aliases = {
-        "chunk_id": "chunk_id",
-        "chunk": "chunk_id",
-        "docid": "chunk_id",
-        "doc_id": "doc_id",
-        "document_id": "doc_id",
-        "source": "doc_id",
-        "url": "doc_id",
-        "source_url": "doc_id",
-    }
+    aliases = CHUNK_MAP_ALIASES
     if kind == "jsonl":
         table = _read_jsonl(raw, display, aliases, ("chunk_id", "doc_id"))
     elif kind in ("csv", "tsv"):
