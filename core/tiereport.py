@@ -5,9 +5,22 @@ per run and metric the mean and standard deviation over queries of the *traditio
 (one deterministic order, `core.ties.TRADITIONAL_ORDERS`: ``trec`` by default, ``input`` is
 the notebook's) and of the *tie-aware* value (``expected``: MTRR, TMHits@K and their
 counterparts), the mean and maximum per-query ``|traditional - tie-aware|``, the tie
-statistics of `core.ties.tie_statistics` and the notebook's advice: when more than 10% of
-the queries have ties, traditional values are unreliable and the tie-aware ones are
-recommended (`ADVICE_SHARE`).
+statistics of `core.ties.tie_statistics`, and two recommendations per run, kept apart:
+
+- RankLens's `Verdict` follows the measured effect, the gaps the report prints: ties matter
+  when some query's ``|traditional - tie-aware|`` is at least `GAP_VISIBLE` (0.00005, the
+  smallest gap printed as non-zero at four decimals) on some metric; the text names the
+  largest gap, its metric and that metric's mean gap. With the ``pessimistic`` and
+  ``optimistic`` evaluations (`tie_report` always makes them) it also says whether any
+  ordering of the tied documents could move a metric (``optimistic - pessimistic``, the
+  per-query range): when every gap and every range is below `GAP_VISIBLE`, the traditional
+  values are exact; when every gap is below it but some range is not, the traditional order
+  happens to give the tie-aware values, and another tie-breaking would not.
+- the notebook's own rule (`NotebookRule`, `advice`), shown as the notebook's: ties in more
+  than 10% of the queries (`ADVICE_SHARE`) -> `ADVICE_TIED`, else `ADVICE_TRADITIONAL`. It
+  counts queries with ties, whether or not a tie can move a metric (a tie among documents of
+  one grade, or below the cutoffs and the first relevant document, cannot), so it is reported,
+  never used as the verdict.
 
 Definitions, as in the notebook:
 
@@ -19,7 +32,8 @@ Definitions, as in the notebook:
 - "Avg tie groups per query" is the mean number of ties per query; the notebook prints the
   mean over queries of each query's largest tie (0 without one) as "Max tie size observed":
   here `RunTies.mean_largest_tie`, next to the true maximum `RunTies.largest_tie`;
-- the notebook extends the gap only to MRR; here every metric has its gap.
+- the notebook extends the gap only to MRR; here every metric has its gap (and the verdict
+  reads them all).
 
 The notebook computes MTRR exactly up to 10,000 orderings of a query and samples 10,000
 orderings beyond (``OptimizedTiedMetrics``). RankLens's closed forms are exact at any size, so
@@ -30,7 +44,7 @@ marks the queries where the notebook would have sampled.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,13 +60,20 @@ if TYPE_CHECKING:
 #: the notebook's report metrics (``GRAGEvaluator.evaluate_single_query``): MRR over the whole
 #: list and Hits@1, 3, 5, 10
 SEED_METRICS: tuple[str, ...] = ("mrr", "hits@1", "hits@3", "hits@5", "hits@10")
-#: above this share of queries with ties, traditional values are called unreliable
+#: the notebook's rule: above this share of queries with ties it recommends tied metrics
+#: (`advice`; reported as the notebook's rule, not as RankLens's verdict)
 ADVICE_SHARE = 0.10
+#: a per-query ``|traditional - tie-aware|`` (or ``optimistic - pessimistic``) of at least this
+#: moves a metric: the smallest gap the report prints as non-zero at four decimals (0.0001);
+#: below it the printed gap is 0.0000 (closed forms may leave ~1e-16 of rounding)
+GAP_VISIBLE = 0.00005
+#: the label of the notebook's rule wherever it is shown
+NOTEBOOK_RULE = "The G-RAG notebook's rule (ties in more than 10% of queries)"
 #: how every value of the report is computed
 METHOD_EXACT = "exact (closed form)"
 #: the same, for a query with more than 10,000 orderings
 METHOD_SAMPLED = "exact (closed form); the notebook would have sampled 10,000 orderings here"
-#: the notebook's two recommendations
+#: the notebook's two recommendations (its words, reproduced exactly)
 ADVICE_TIED = "Use tied metrics for fair comparison"
 ADVICE_TRADITIONAL = "Traditional metrics sufficient"
 #: columns of `TieReport.summary`
@@ -103,15 +124,135 @@ def tie_aware_name(metric: Metric) -> str:
 
 
 def advice(queries_with_ties: int, queries: int) -> tuple[bool, str]:
-    """``(ties matter, text)``: ties matter when more than `ADVICE_SHARE` of the queries have
-    them (compared exactly, ``10 * with_ties > queries``; the notebook's ``pct > 10`` agrees)."""
+    """The notebook's rule, ``(applies, text)``: it applies when more than `ADVICE_SHARE` of
+    the queries have ties (compared exactly, ``10 * with_ties > queries``; the notebook's
+    ``pct > 10`` agrees) and then recommends `ADVICE_TIED`, else `ADVICE_TRADITIONAL`. The
+    text is labelled `NOTEBOOK_RULE`: it is the notebook's rule, not RankLens's `verdict`."""
     share = queries_with_ties / queries if queries else 0.0
-    if 10 * queries_with_ties > queries:
-        return True, (
-            f"{ADVICE_TIED}: {share:.1%} of queries have ties (more than 10%), so traditional values depend on "
-            "how ties are broken and are unreliable; report the tie-aware values (MTRR, TMHits@K)."
+    applies = 10 * queries_with_ties > queries
+    recommendation = ADVICE_TIED if applies else ADVICE_TRADITIONAL
+    return applies, f"{NOTEBOOK_RULE}: {share:.1%} of queries have ties → '{recommendation}'"
+
+
+@dataclass(frozen=True)
+class NotebookRule:
+    """The notebook's rule for one run (`advice`): ``share`` of the queries with ties,
+    whether it ``applies`` (more than 10%), its ``recommendation`` (`ADVICE_TIED` or
+    `ADVICE_TRADITIONAL`) and the labelled ``text``."""
+
+    share: float
+    applies: bool
+    recommendation: str
+    text: str
+
+    @classmethod
+    def of(cls, queries_with_ties: int, queries: int) -> NotebookRule:
+        """The rule over ``queries`` evaluation queries, ``queries_with_ties`` of them with a tie."""
+        applies, text = advice(queries_with_ties, queries)
+        share = queries_with_ties / queries if queries else 0.0
+        return cls(share, applies, ADVICE_TIED if applies else ADVICE_TRADITIONAL, text)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"share", "applies", "recommendation", "text"}``."""
+        return {"share": self.share, "applies": self.applies, "recommendation": self.recommendation, "text": self.text}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """RankLens's verdict on one run's ties, from the measured effect (`verdict`).
+
+    ``ties_matter``: some per-query ``|traditional - tie-aware|`` is at least ``threshold``
+    (`GAP_VISIBLE`) on some metric; ``metric`` (a `core.metrics` name, None when nothing
+    moves) has the largest per-query gap ``max_gap`` (the first such metric in the report's
+    order), ``mean_gap`` its mean gap; ``moved``: every metric whose largest gap reaches
+    ``threshold``. ``max_range`` / ``range_metric``: the largest per-query ``optimistic -
+    pessimistic`` and its metric (None without those evaluations); a range below ``threshold``
+    everywhere means no ordering of the tied documents changes any value. ``text``: the
+    verdict in words."""
+
+    ties_matter: bool
+    metric: str | None
+    max_gap: float
+    mean_gap: float
+    moved: tuple[str, ...]
+    max_range: float | None
+    range_metric: str | None
+    threshold: float
+    text: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields in plain JSON types (``moved`` a list)."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()}
+
+
+def _largest(values: Sequence[float]) -> tuple[int | None, float]:
+    """Index and value of the largest of ``values`` (the first on equality; NaN, a metric
+    undefined on every query, ignored); ``(None, 0.0)`` when there is none."""
+    at: int | None = None
+    for i, value in enumerate(values):
+        if not np.isnan(value) and (at is None or value > values[at]):
+            at = i
+    return at, (float(values[at]) if at is not None else 0.0)
+
+
+def _tie_aware_label(metric: Metric) -> str:
+    """``MTRR@10`` / ``TMHits@3`` / ``tie-aware nDCG@10``."""
+    if metric.family in ("mrr", "hits"):
+        return display_name(metric, tie_aware=True)
+    return f"tie-aware {display_name(metric)}"
+
+
+def verdict(
+    metrics: Sequence[Metric],
+    gap_mean: Sequence[float],
+    gap_max: Sequence[float],
+    ranges: Sequence[float] | None = None,
+) -> Verdict:
+    """The `Verdict` of one run from its measured effect: per metric (``metrics``, in the
+    report's order) the mean and maximum per-query ``|traditional - tie-aware|``
+    (``gap_mean``, ``gap_max``: the report's printed gaps) and, when known, the maximum
+    per-query ``optimistic - pessimistic`` (``ranges``). Ties matter when a ``gap_max``
+    reaches `GAP_VISIBLE`; the ranges only explain a verdict that they do not."""
+    if (
+        len(gap_mean) != len(metrics)
+        or len(gap_max) != len(metrics)
+        or (ranges is not None and len(ranges) != len(metrics))
+    ):
+        raise MetricError("verdict needs one gap (and range) per metric")
+    at, max_gap = _largest(gap_max)
+    moved = [m for m, g in zip(metrics, gap_max, strict=True) if g >= GAP_VISIBLE]
+    range_at, max_range = _largest(ranges) if ranges is not None else (None, 0.0)
+    below = f"every per-query |traditional − tie-aware| is below {GAP_VISIBLE:.5f} (0.0000 at four decimals)"
+    if moved and at is not None:
+        name, mean_gap = metrics[at], float(gap_mean[at])
+        text = (
+            f"Ties move the metrics by up to {max_gap:.4f} on {display_name(name)} (mean {mean_gap:.4f} over "
+            f"queries); report the tie-aware values ({', '.join(_tie_aware_label(m) for m in moved)})."
         )
-    return False, f"{ADVICE_TRADITIONAL}: {share:.1%} of queries have ties (10% or fewer)."
+    elif ranges is None:
+        text = f"Ties change none of these metrics: {below}, so the traditional values equal the tie-aware ones here."
+    elif max_range < GAP_VISIBLE or range_at is None:
+        text = (
+            f"Ties change none of these metrics: {below}, and no ordering of the tied documents changes any value "
+            "(optimistic = pessimistic on every query), so the traditional values are exact here."
+        )
+    else:
+        text = (
+            f"Ties change none of these metrics under this order: {below}, so the traditional values equal the "
+            f"tie-aware ones here; another tie-breaking could move {display_name(metrics[range_at])} by up to "
+            f"{max_range:.4f} on a query (optimistic − pessimistic)."
+        )
+    return Verdict(
+        ties_matter=bool(moved),
+        metric=metrics[at].name if moved and at is not None else None,
+        max_gap=max_gap,
+        mean_gap=float(gap_mean[at]) if at is not None else 0.0,
+        moved=tuple(m.name for m in moved),
+        max_range=max_range if ranges is not None else None,
+        range_metric=metrics[range_at].name if ranges is not None and range_at is not None else None,
+        threshold=GAP_VISIBLE,
+        text=text,
+    )
 
 
 @dataclass(frozen=True)
@@ -122,8 +263,9 @@ class RunTies:
     "Max tie size observed" (a mean, a query without ties counting 0); ``largest_tie``: the
     largest tie (0 without one); ``mean_tie_ratio``: mean of the queries' tie ratios;
     ``largest_orderings``: the most orderings of one query (`core.ties.format_orderings`);
-    ``queries_notebook_sampled``: queries with more than 10,000 orderings; ``advice`` and
-    ``ties_matter`` from `advice`."""
+    ``queries_notebook_sampled``: queries with more than 10,000 orderings; ``verdict``:
+    RankLens's `Verdict` from the measured gaps; ``notebook_rule``: the notebook's
+    `NotebookRule` (more than 10% of queries with ties), shown as the notebook's."""
 
     run: str
     queries: int
@@ -136,8 +278,29 @@ class RunTies:
     max_log10_orderings: float
     largest_orderings: str
     queries_notebook_sampled: int
-    ties_matter: bool
-    advice: str
+    verdict: Verdict
+    notebook_rule: NotebookRule
+
+    @property
+    def ties_matter(self) -> bool:
+        """``verdict.ties_matter``: some per-query gap reaches `GAP_VISIBLE`."""
+        return self.verdict.ties_matter
+
+    @property
+    def advice(self) -> str:
+        """``verdict.text``: the report's recommendation, from the measured gaps."""
+        return self.verdict.text
+
+    def to_json(self) -> dict[str, Any]:
+        """The fields (but ``run``) in plain JSON types, ``ties_matter`` and ``advice`` (the
+        verdict's, under their earlier names), ``verdict`` and ``notebook_rule`` as objects."""
+        out = {f.name: _plain(getattr(self, f.name)) for f in fields(self) if f.name not in _NESTED}
+        out |= {"ties_matter": self.ties_matter, "advice": self.advice}
+        return out | {"verdict": self.verdict.to_json(), "notebook_rule": self.notebook_rule.to_json()}
+
+
+#: `RunTies` fields left out of its flat JSON facts
+_NESTED = frozenset({"run", "verdict", "notebook_rule"})
 
 
 @dataclass(frozen=True)
@@ -165,9 +328,13 @@ class TieReport:
         return ORDER_LABELS[self.traditional]
 
     def to_json(self, per_query: bool = False) -> dict[str, Any]:
-        """``{"traditional", "order", "std", "method", "runs": {run: {<RunTies fields>,
-        "metrics": {metric: {<SUMMARY_COLUMNS>}}}}}`` in plain JSON types; ``per_query`` adds
-        ``"per_query": {run: {qid: {metric: {traditional, tie_aware, gap}}}}``."""
+        """``{"traditional", "order", "std", "method", "runs": {run: {<RunTies.to_json>,
+        "metrics": {metric: {<SUMMARY_COLUMNS>}}}}}`` in plain JSON types: each run's facts,
+        ``ties_matter`` and ``advice`` (RankLens's verdict), ``"verdict": {"ties_matter",
+        "metric", "max_gap", "mean_gap", "moved", "max_range", "range_metric", "threshold",
+        "text"}`` and ``"notebook_rule": {"share", "applies", "recommendation", "text"}``;
+        ``per_query`` adds ``"per_query": {run: {qid: {metric: {traditional, tie_aware,
+        gap}}}}``."""
         out: dict[str, Any] = {
             "traditional": self.traditional,
             "order": self.order_label,
@@ -176,7 +343,7 @@ class TieReport:
             "runs": {},
         }
         for name, ties in self.runs.items():
-            facts = {k: _plain(v) for k, v in asdict(ties).items() if k != "run"}
+            facts = ties.to_json()
             rows = self.summary[self.summary["run"] == name]
             facts["metrics"] = {
                 str(row["metric"]): {c: _plain(row[c]) for c in SUMMARY_COLUMNS[2:]} for _, row in rows.iterrows()
@@ -217,40 +384,55 @@ def tie_report(
 ) -> TieReport:
     """The notebook's report of ``runs`` (see the module docstring): ``metrics`` evaluated
     under the ``traditional`` order and under ``expected`` (a forced policy, ``mtrr@k``, is
-    dropped: each metric is reported both ways), with each run's `tie_statistics`."""
+    dropped: each metric is reported both ways), with each run's `tie_statistics`; the
+    ``pessimistic`` and ``optimistic`` evaluations give the verdict its per-query ranges."""
     check_traditional(traditional)
     run_list = [runs] if isinstance(runs, Run) else list(runs)
     plain = plain_metrics(parse_metrics(metrics))
-    trad = evaluate(run_list, qrels, plain, ties=traditional, rel_level=rel_level)
-    tied = evaluate(run_list, qrels, plain, ties="expected", rel_level=rel_level)
-    return tie_report_of(trad, tied, {run.name: tie_statistics(run) for run in run_list}, ddof=ddof)
+    trad, tied, worst, best = (
+        evaluate(run_list, qrels, plain, ties=policy, rel_level=rel_level)
+        for policy in (traditional, "expected", "pessimistic", "optimistic")
+    )
+    stats = {run.name: tie_statistics(run) for run in run_list}
+    return tie_report_of(trad, tied, stats, ddof=ddof, bounds=(worst, best))
 
 
 def tie_report_of(
-    traditional: Evaluation, tie_aware: Evaluation, stats: Mapping[str, TieStats], ddof: int = 0
+    traditional: Evaluation,
+    tie_aware: Evaluation,
+    stats: Mapping[str, TieStats],
+    ddof: int = 0,
+    bounds: tuple[Evaluation, Evaluation] | None = None,
 ) -> TieReport:
     """`tie_report` from evaluations already made (a page's cached ones): ``traditional``
     under one of `core.ties.TRADITIONAL_ORDERS`, ``tie_aware`` under ``expected``, of the same
-    runs, queries and plain metrics, and every run's `tie_statistics` (keyed by run name)."""
+    runs, queries and plain metrics, and every run's `tie_statistics` (keyed by run name).
+    ``bounds``: the ``(pessimistic, optimistic)`` evaluations of the same, for the verdict's
+    ranges; without them the verdict rests on the gaps alone and says so (``max_range`` None)."""
     import pandas as pd
 
     check_traditional(traditional.ties)
     if tie_aware.ties != "expected":
         raise MetricError(f"the tie-aware evaluation must use the expected policy, not {tie_aware.ties!r}")
     metrics = list(traditional.metrics)
-    if (
-        traditional.runs != tie_aware.runs
-        or [m.name for m in metrics] != [m.name for m in tie_aware.metrics]
-        or any(m.policy for m in metrics)
-        or not np.array_equal(traditional.qids, tie_aware.qids)
-    ):
-        raise MetricError("the two evaluations must cover the same runs, queries and plain metrics")
+    if bounds is not None and (bounds[0].ties, bounds[1].ties) != ("pessimistic", "optimistic"):
+        raise MetricError(
+            f"the bounds must be the pessimistic and optimistic evaluations, not {bounds[0].ties!r}, {bounds[1].ties!r}"
+        )
+    if any(
+        other.runs != traditional.runs
+        or [m.name for m in metrics] != [m.name for m in other.metrics]
+        or not np.array_equal(traditional.qids, other.qids)
+        for other in (tie_aware, *(bounds or ()))
+    ) or any(m.policy for m in metrics):
+        raise MetricError("the evaluations must cover the same runs, queries and plain metrics")
     qids = traditional.qids
     summary_rows: list[dict[str, Any]] = []
     value_frames: list[pd.DataFrame] = []
     query_frames: list[pd.DataFrame] = []
     run_ties: dict[str, RunTies] = {}
     for name in traditional.runs:
+        ranges: list[float] = []
         for metric in metrics:
             a = np.asarray(traditional.values[name][metric.name], dtype=np.float64)
             b = np.asarray(tie_aware.values[name][metric.name], dtype=np.float64)
@@ -273,12 +455,24 @@ def tie_report_of(
                     {"run": name, "qid": qids, "metric": metric.name, "traditional": a, "tie_aware": b, "gap": gap}
                 )
             )
+            if bounds is not None:
+                spread = np.asarray(bounds[1].values[name][metric.name], dtype=np.float64) - np.asarray(
+                    bounds[0].values[name][metric.name], dtype=np.float64
+                )
+                ranges.append(float(np.nanmax(spread)) if len(spread) and not np.isnan(spread).all() else float("nan"))
+        rows = summary_rows[-len(metrics) :] if metrics else []
+        judged = verdict(
+            metrics,
+            [r["gap_mean"] for r in rows],
+            [r["gap_max"] for r in rows],
+            ranges if bounds is not None else None,
+        )
         facts = _query_facts(stats[name], qids)
         facts.insert(0, "qid", qids)
         facts.insert(0, "run", name)
         facts["method"] = np.where(facts["notebook_sampled"].to_numpy(), METHOD_SAMPLED, METHOD_EXACT)
         query_frames.append(facts)
-        run_ties[name] = _run_ties(name, facts)
+        run_ties[name] = _run_ties(name, facts, judged)
     per_query_columns = ["run", "qid", "metric", "traditional", "tie_aware", "gap"]
     return TieReport(
         traditional=traditional.ties,
@@ -323,13 +517,12 @@ def _query_facts(stats: TieStats, qids: np.ndarray) -> pd.DataFrame:
     return out
 
 
-def _run_ties(name: str, facts: pd.DataFrame) -> RunTies:
-    """A run's `RunTies` from its evaluation queries' facts."""
+def _run_ties(name: str, facts: pd.DataFrame, judged: Verdict) -> RunTies:
+    """A run's `RunTies` from its evaluation queries' facts and its `Verdict`."""
     n = len(facts)
     tie_groups = facts["tie_groups"].to_numpy()
     largest = np.where(tie_groups > 0, facts["max_group"].to_numpy(), 0)
     with_ties = int((tie_groups > 0).sum())
-    matter, text = advice(with_ties, n)
     log10 = facts["log10_orderings"].to_numpy(dtype=np.float64)
     if n:
         at = int(np.argmax(log10))
@@ -349,8 +542,8 @@ def _run_ties(name: str, facts: pd.DataFrame) -> RunTies:
         max_log10_orderings=float(log10.max()) if n else 0.0,
         largest_orderings=most,
         queries_notebook_sampled=int(facts["notebook_sampled"].sum()),
-        ties_matter=matter,
-        advice=text,
+        verdict=judged,
+        notebook_rule=NotebookRule.of(with_ties, n),
     )
 
 
@@ -392,6 +585,6 @@ def render_tie_report(report: TieReport) -> str:
             r = by_metric[metric.name]
             pair = f"{display_name(metric)} - {display_name(metric, True)}"
             lines.append(f"   Mean |{pair}|: {r['gap_mean']:.4f}    Max: {r['gap_max']:.4f}")
-        lines += ["", f"Recommendation: {ties.advice}", ""]
+        lines += ["", f"Verdict (from the gaps above): {ties.verdict.text}", ties.notebook_rule.text, ""]
     lines.append(f"(±: standard deviation over queries, {std}.)")
     return "\n".join(lines) + "\n"

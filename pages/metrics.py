@@ -286,8 +286,10 @@ def show_tie_report() -> None:
         "population ones (np.std). Every value is exact (closed form): the notebook would sample beyond "
         "10,000 orderings of a query."
     )
-    for ties in report.runs.values():
-        (st.warning if ties.ties_matter else st.info)(f"**{ties.run}**: {ties.advice}")
+    for ties in report.runs.values():  # our verdict from the measured gaps, then the notebook's own rule
+        verdict = f"**{ui.escape_markdown(ties.run)}**: {ui.escape_markdown(ties.verdict.text)}"
+        (st.warning if ties.ties_matter else st.info)(verdict)
+        st.caption(f"{ui.escape_markdown(ties.run)}: {ui.escape_markdown(ties.notebook_rule.text)}")
     summary = reports.tie_report_summary(report)
     config = dict.fromkeys(summary.columns[2:], FOUR_DECIMALS) | {"queries with ties": PERCENT}
     config.pop("tie-aware metric")

@@ -180,7 +180,17 @@ def test_evaluate_report_ties(files):
     assert "Tie report: sysA" in text and "Traditional metrics (input order" in text
     assert "MRR: 0.5000 (±0.4082)" in text  # q1 1, q2 0.5, q3 0: np.std (ddof=0)
     assert "MTRR: 0.4167" in text and "TMHits@1: 0.1667" in text
-    assert "Queries with ties: 33.3%" in text and "Recommendation: Use tied metrics for fair comparison" in text
+    assert "Queries with ties: 33.3%" in text
+    assert (
+        "Mean |MRR - MTRR|: 0.0833    Max: 0.2500" in text and "Mean |Hits@1 - TMHits@1|: 0.1667    Max: 0.5000" in text
+    )
+    assert (
+        "Verdict (from the gaps above): Ties move the metrics by up to 0.5000 on Hits@1 (mean 0.1667 over queries); "
+        "report the tie-aware values (MTRR, TMHits@1)." in text
+    )
+    assert (
+        "The G-RAG notebook's rule (ties in more than 10% of queries): 33.3% of queries have ties → 'Use tied" in text
+    )
     csv = cli(*base, "--format", "csv")
     assert csv.stdout.splitlines()[0] == (
         "run,metric,tie_aware_metric,traditional_mean,traditional_std,tie_aware_mean,tie_aware_std,gap_mean,gap_max"
@@ -191,11 +201,51 @@ def test_evaluate_report_ties(files):
     assert payload["std"] == "population (ddof=0)"
     run = payload["runs"]["sysA"]
     assert run["queries_with_ties"] == 1 and run["largest_orderings"] == "2" and run["ties_matter"] is True
+    assert run["verdict"]["ties_matter"] is True and run["advice"] == run["verdict"]["text"]
+    assert run["notebook_rule"]["applies"] is True and run["notebook_rule"]["share"] == pytest.approx(1 / 3)
     assert list(run["metrics"]) == ["mrr", "hits@1", "hits@3", "hits@5", "hits@10"]
     assert payload["per_query"]["sysA"]["q1"]["mrr"] == {"traditional": 1.0, "tie_aware": 0.75, "gap": 0.25}
     per_query = cli(*base, "--format", "csv", "--per-query", "--metrics", "mrr").stdout.splitlines()
     assert per_query[0].startswith("run,qid,metric,traditional,tie_aware,gap,docs,tie_groups,max_group")
     assert len(per_query) == 4
+
+
+TREC_EVAL = ROOT / "tests" / "data" / "trec_eval"
+
+
+def test_evaluate_report_ties_on_trec_evals_test_files():
+    """trec_eval's own test run (``results.test``, ``qrels.test``): every query has a tie (the
+    notebook's rule says "Use tied metrics"), but the ties sit below rank 10 and below each
+    query's first relevant document: no tie-breaking moves MRR or Hits@1..10 (every gap and
+    every optimistic - pessimistic range is 0), so the verdict says the traditional values are
+    exact. On MAP and nDCG (the whole list) the same ties do move the values: the verdict
+    follows the gaps."""
+    base = ["evaluate", "--run", str(TREC_EVAL / "results.test"), "--qrels", str(TREC_EVAL / "qrels.test")]
+    text = cli(*base, "--report", "ties").stdout
+    assert "Queries with ties: 100.0%" in text
+    for pair in ("MRR - MTRR", *(f"Hits@{k} - TMHits@{k}" for k in (1, 3, 5, 10))):
+        assert f"Mean |{pair}|: 0.0000    Max: 0.0000" in text
+    assert "Verdict (from the gaps above): Ties change none of these metrics: every per-query" in text
+    assert "no ordering of the tied documents changes any value" in text
+    assert "traditional values are exact here" in text and "unreliable" not in text
+    assert "The G-RAG notebook's rule (ties in more than 10% of queries): 100.0% of queries have ties → " in text
+    assert "'Use tied metrics for fair comparison'" in text
+    payload = json.loads(cli(*base, "--report", "ties", "--format", "json").stdout)
+    run = payload["runs"]["results"]
+    assert run["ties_matter"] is False and run["verdict"]["ties_matter"] is False
+    assert run["verdict"]["metric"] is None and run["verdict"]["moved"] == []
+    assert run["verdict"]["max_gap"] == 0.0 and run["verdict"]["max_range"] == 0.0
+    assert run["notebook_rule"] == {
+        "share": 1.0,
+        "applies": True,
+        "recommendation": "Use tied metrics for fair comparison",
+        "text": "The G-RAG notebook's rule (ties in more than 10% of queries): 100.0% of queries have ties → "
+        "'Use tied metrics for fair comparison'",
+    }
+    deep = json.loads(cli(*base, "--report", "ties", "--metrics", "mrr,map,ndcg", "--format", "json").stdout)
+    verdict = deep["runs"]["results"]["verdict"]
+    assert verdict["ties_matter"] is True and verdict["moved"] == ["map", "ndcg"] and verdict["metric"] == "map"
+    assert verdict["max_gap"] == deep["runs"]["results"]["metrics"]["map"]["gap_max"] > 0.005
 
 
 def test_evaluate_report_ties_needs_a_traditional_order(files):

@@ -25,8 +25,10 @@ from core.metrics import evaluate
 from core.tiereport import (
     ADVICE_TIED,
     ADVICE_TRADITIONAL,
+    GAP_VISIBLE,
     METHOD_EXACT,
     METHOD_SAMPLED,
+    NOTEBOOK_RULE,
     SEED_METRICS,
     advice,
     render_tie_report,
@@ -421,12 +423,16 @@ def test_grag_report_reproduces_evaluate_query_set():
     assert ties.mean_largest_tie == ref["mean_max_tie_size"]  # printed as "Max tie size observed"
     assert summary.loc["mrr", "gap_mean"] == pytest.approx(ref["mean_mrr_difference"], abs=1e-14)
     assert summary.loc["mrr", "gap_max"] == pytest.approx(ref["max_mrr_difference"], abs=1e-14)
-    assert ties.ties_matter is (ref["queries_with_ties_pct"] > 10) is True
-    assert ties.advice.startswith(ADVICE_TIED)
+    assert ties.notebook_rule.applies is (ref["queries_with_ties_pct"] > 10) is True
+    assert ties.notebook_rule.recommendation == ADVICE_TIED and ADVICE_TIED in ties.notebook_rule.text
+    assert ties.ties_matter is bool(ref["max_mrr_difference"] >= GAP_VISIBLE) is True  # RankLens's verdict: the gaps
+    assert ties.verdict.max_gap >= summary.loc["mrr", "gap_max"]
     text = render_tie_report(report)
     for key in ("mean_traditional_mrr", "mean_mtrr", "mean_tmhits_3", "max_mrr_difference"):
         assert f"{ref[key]:.4f}" in text
     assert f"Queries with ties: {ref['queries_with_ties_pct']:.1f}%" in text
+    assert f"{NOTEBOOK_RULE}: {ref['queries_with_ties_pct']:.1f}% of queries have ties → '{ADVICE_TIED}'" in text
+    assert f"Verdict (from the gaps above): {ties.verdict.text}" in text
     assert "input order (score, then the file's row order)" in text and "ddof=0" in text
 
 
@@ -451,8 +457,8 @@ def test_advice_threshold_is_more_than_ten_percent():
     for n in range(1, 3001):
         for c in {max(n // 10 - 1, 0), n // 10, min(n // 10 + 1, n)}:
             assert advice(c, n)[0] is (c / n * 100 > 10), (c, n)
-    assert advice(1, 10) == (False, f"{ADVICE_TRADITIONAL}: 10.0% of queries have ties (10% or fewer).")
-    assert advice(2, 10)[1].startswith(f"{ADVICE_TIED}: 20.0% of queries have ties (more than 10%)")
+    assert advice(1, 10) == (False, f"{NOTEBOOK_RULE}: 10.0% of queries have ties → '{ADVICE_TRADITIONAL}'")
+    assert advice(2, 10) == (True, f"{NOTEBOOK_RULE}: 20.0% of queries have ties → '{ADVICE_TIED}'")
 
 
 def test_exact_where_the_notebook_samples():

@@ -352,13 +352,16 @@ def tie_report(
     runs: tuple[Run, ...], qrels: Qrels, metrics: tuple[Metric, ...], traditional: str = "trec", rel_level: int = 1
 ) -> TieReport:
     """The G-RAG tie report (`core.tiereport.tie_report_of`) from this module's cached
-    evaluations of `core.metrics.plain_metrics` ``(metrics)`` under ``traditional`` and
-    ``expected`` and each run's cached `tie_statistics` (population standard deviations)."""
-    evaluations = policy_evaluations(runs, qrels, metrics, (traditional, "expected"), rel_level)
+    evaluations of `core.metrics.plain_metrics` ``(metrics)`` under every policy of
+    `core.reports.metrics.policies_for` ``(traditional)`` (the Metrics page's summary asks for
+    the same ones: one evaluation each) and each run's cached `tie_statistics` (population
+    standard deviations); ``pessimistic`` and ``optimistic`` give the verdict its ranges."""
+    evaluations = policy_evaluations(runs, qrels, metrics, tuple(metric_reports.policies_for(traditional)), rel_level)
     stats = {run.name: tie_statistics(run) for run in runs}
     from core.tiereport import tie_report_of
 
-    return tie_report_of(evaluations[traditional], evaluations["expected"], stats)
+    bounds = (evaluations["pessimistic"], evaluations["optimistic"])
+    return tie_report_of(evaluations[traditional], evaluations["expected"], stats, bounds=bounds)
 
 
 @dataclass(frozen=True)

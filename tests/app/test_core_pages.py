@@ -254,13 +254,37 @@ def test_tie_report_and_gap_plots_render(app):
     facts = app.dataframe[3].value.set_index("run").loc["tied"]
     assert (facts["tie groups"], facts["largest tie group"], facts["most orderings of a query"]) == (1, 2, "2")
     assert facts["method"] == "exact (closed form)"
-    assert any("Use tied metrics for fair comparison" in w.value for w in app.warning)  # 100% of queries tied
+    # the verdict follows the measured gaps (max |gap| 0.25 on MRR@10): a warning naming it
+    assert any(w.value.startswith("**tied**: Ties move the metrics by up to 0.2500 on MRR@10") for w in app.warning)
+    # the notebook's rule, labelled as the notebook's, in a caption (100% of queries tied)
+    rule = "tied: The G-RAG notebook's rule (ties in more than 10% of queries): 100.0% of queries have ties"
+    assert any(c.value.startswith(rule) and "Use tied metrics for fair comparison" in c.value for c in app.caption)
     assert any("input order" in c.value for c in app.caption)
     app.session_state["view"] = "Where ties bite"
     app.run()
     titles = chart_titles(app)
     assert any("vs the largest tie" in t and "input order" in t for t in titles)
     assert any(t.startswith("Distribution of |Δ MRR| (traditional − tie-aware)") for t in titles)
+
+
+def test_cached_tie_report_equals_the_pure_report():
+    """`cache.tie_report` reads the four evaluations the Metrics page's summary caches (the
+    traditional order, expected, pessimistic, optimistic): the same report and verdicts as
+    `core.tiereport.tie_report`, ranges included."""
+    from core.data import Qrels, Run
+    from core.metrics import parse_metrics
+    from core.tiereport import tie_report
+    from pages.common import cache
+
+    frame = pd.DataFrame({"qid": ["q1", "q1", "q2"], "docid": ["b", "a", "c"], "score": [1.0, 1.0, 0.5]})
+    runs = (Run.from_frame(frame, "tied"),)
+    qrels = Qrels.from_dict({"q1": {"a": 1}, "q2": {"c": 1}})
+    metrics = tuple(parse_metrics("mrr@10,hits@1"))
+    cached = cache.tie_report(runs, qrels, metrics, "input", 1)
+    pure = tie_report(list(runs), qrels, list(metrics), traditional="input")
+    pd.testing.assert_frame_equal(cached.summary, pure.summary)
+    assert cached.runs == pure.runs and cached.runs["tied"].verdict.max_range == 1.0
+    cache.clear()
 
 
 # ---- issue 10, seed 001: chunk maps on the Metrics page, bands ---------------------------------

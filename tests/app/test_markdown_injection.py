@@ -188,6 +188,12 @@ def test_every_page_renders_hostile_text_as_text(app):
         seen += assert_rendered_as_text(at, page)
         if page in ("home", "metrics"):
             assert _svg_payloads(at, page) == 1  # the tie story drew the hostile run names, inert
+    # the Metrics page's tie report: each run's verdict (an alert) and the notebook's rule (a caption)
+    open_page(at, "metrics")
+    at.session_state["view"] = "Tie report"
+    at.run()
+    assert any("bold" in a.value for a in (*at.warning, *at.info)) and any("notebook" in c.value for c in at.caption)
+    seen += assert_rendered_as_text(at, "metrics (tie report)")
     # the Data page's inspector on the hostile run and qrels
     open_page(at, "data")
     at.selectbox(key="inspect_kind").set_value("run").run()
