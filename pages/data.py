@@ -1,4 +1,5 @@
-"""Data: upload runs, qrels, answers and chunk maps; inspect, rename and remove datasets; save the
+"""Data: the one place where datasets come in (one uploader for every kind, the content decides;
+the rerank candidate builder; the demo on request), are inspected, renamed and removed; save the
 session as a workspace file and open one (`pages.common.links`)."""
 
 from __future__ import annotations
@@ -9,60 +10,60 @@ import streamlit as st
 from core.io import collapse_chunks
 from core.metrics import coverage_warnings
 from core.reports import data as reports
-from pages.common import cache, links, state, ui
+from pages.common import cache, links, state, ui, uploads
 
 ws = ui.workspace()
 
 st.title("Data")
+ui.show_upload_messages()
+if ws.showing_demo:
+    st.info(
+        "You are looking at the built-in demo data. Load your own here: from then on every page shows only your "
+        "data (Load the demo data brings the demo back beside it).",
+        icon=":material/info:",
+    )
 st.caption(
-    "Uploads are parsed once (cached by their bytes), validated, and kept for this session beside the "
-    "demo datasets. A bad file is reported with its line and changes nothing already loaded."
+    "Uploads are parsed once (cached by their bytes), validated and kept for this session. A bad file is reported "
+    "with its line and changes nothing already loaded."
 )
 
-ui.show_upload_messages()
-
-up_runs, up_qrels, up_other = st.columns(3, gap="medium")
-with up_runs:
-    ui.uploader(
-        "Upload runs",
-        "run",
-        "upload_runs",
-        ["trec", "txt", "run", "csv", "tsv", "jsonl", "parquet", "gz"],
-        help="TREC (qid Q0 docid rank score tag), CSV/TSV with a header qid,docid,score[,rank][,tag], JSONL or "
-        "Parquet. A file with several tags becomes several runs.",
+uploads.any_uploader()
+opt_read, opt_dedupe, opt_demo = st.columns([2, 2, 2], vertical_alignment="bottom")
+opt_read.selectbox(
+    "Read as",
+    list(uploads.READ_AS),
+    key=state.UPLOAD_READ_AS.key,
+    format_func=uploads.READ_AS.__getitem__,
+    help="By content (the default) or as one kind, for a file whose content could be read as another.",
+)
+opt_dedupe.toggle(
+    "Dedupe duplicated docids",
+    key=state.DEDUPE_RUNS.key,
+    help="A run repeating a docid within a query is refused (the error names both lines). On: keep each "
+    "query's best-ranked copy (highest score, then first row), as the LightRAG RRF note does, and count the "
+    "rows dropped (shown here and on the Fusion page). Applies to runs uploaded while it is on.",
+)
+if ws.showing_demo or not ws.has_demo:
+    opt_demo.button(
+        "Load the demo data",
+        icon=":material/science:",
+        key="load_demo",
+        on_click=ui.load_demo_data,
+        disabled=ws.showing_demo,
+        help="The built-in demo (runs with ties, qrels, fusion retrievers, arena votes, rerank candidates) beside "
+        "your own data: listed in the sidebar, saved with the workspace. Shown by itself while you have loaded "
+        "nothing.",
     )
-    st.toggle(
-        "Dedupe duplicated docids",
-        key=state.DEDUPE_RUNS.key,
-        help="A run repeating a docid within a query is refused (the error names both lines). On: keep each "
-        "query's best-ranked copy (highest score, then first row), as the LightRAG RRF note does, and count the "
-        "rows dropped (shown here and on the Fusion page). Applies to runs uploaded while it is on.",
+else:
+    opt_demo.button(
+        "Remove the demo data",
+        icon=":material/delete:",
+        key="remove_demo",
+        on_click=ui.remove_demo_data,
+        help="Every demo dataset leaves the workspace; your own stay.",
     )
-with up_qrels:
-    ui.uploader(
-        "Upload qrels",
-        "qrels",
-        "upload_qrels",
-        ["qrels", "txt", "trec", "csv", "tsv", "jsonl", "parquet", "gz"],
-        help="TREC (qid iter docid relevance) or CSV/TSV with a header qid,docid,relevance; integer grades.",
-    )
-with up_other:
-    ui.uploader(
-        "Upload answers",
-        "answers",
-        "upload_answers",
-        ["csv", "tsv", "jsonl"],
-        help="qid,prediction,reference (repeat a qid for several references) or JSONL with references.",
-    )
-    ui.uploader(
-        "Upload a chunk → document map",
-        "chunkmap",
-        "upload_chunkmap",
-        ["csv", "tsv", "jsonl"],
-        help="chunk_id,doc_id: evaluate chunk-level runs against document qrels on the Metrics page "
-        "(cut-then-dedup, the hybrid-RAG report's, or dedup-then-cut), or collapse a run to documents here "
-        "(each keeps its best-ranked chunk).",
-    )
+with st.expander("Build rerank candidates from a first-stage run, a corpus and queries", icon=":material/build:"):
+    uploads.candidates_builder()
 
 st.divider()
 st.subheader("Workspace file")
@@ -76,11 +77,14 @@ with save_col:
         on_click="ignore",
         icon=":material/save:",
         key="dl-workspace",
-        help="One file with every dataset below (zstd Parquet in a zip, with a JSON manifest of names, origins and "
-        "content digests) and the session's settings: the selections and each page's settings, with the link of "
-        "the page you came from. Open it here, or link to it: ?workspace=<file> on a server started with "
-        "--workspace.",
+        disabled=ws.showing_demo,
+        help="One file with the datasets you loaded (zstd Parquet in a zip, with a JSON manifest of names, origins "
+        "and content digests) and the session's settings: the selections and each page's settings, with the link "
+        "of the page you came from. The demo is saved only if you loaded it yourself. Open it here, or link to it: "
+        "?workspace=<file> on a server started with --workspace.",
     )
+    if ws.showing_demo:
+        st.caption("Nothing of yours to save yet: the demo is not saved unless you load it (Load the demo data).")
 with open_col:
     st.file_uploader(
         "Open workspace",
@@ -107,10 +111,15 @@ st.dataframe(summary, hide_index=True, width="stretch", placeholder="—")
 ui.download_csv(summary, "ranklens-datasets.csv", key="dl-datasets")
 
 kinds = [k for k in ("run", "qrels", "answers", "chunkmap", "votes", "corpus") if ws.names(k)]
+if state.INSPECT_KIND.get() not in kinds:  # the user's own datasets first (the demo's only while shown alone)
+    state.INSPECT_KIND.set(next((k for k in kinds if ws.own_names(k)), kinds[0] if kinds else None))
+kind = state.INSPECT_KIND.get()
+if kind is not None and state.INSPECT_NAME.get() not in ws.names(kind):
+    state.INSPECT_NAME.set((ws.own_names(kind) or ws.names(kind))[-1])
 col_kind, col_name = st.columns([1, 3])
-kind = col_kind.selectbox("Kind", kinds, key=state.INSPECT_KIND.key)
+kind = col_kind.selectbox("Kind", kinds, key=state.INSPECT_KIND.key, format_func=ui.KIND_LABELS.get)
 names = ws.names(kind) if kind else []
-name = col_name.selectbox("Dataset", names, key=state.INSPECT_NAME.key) if names else None
+name = col_name.selectbox("Dataset", names, key=state.INSPECT_NAME.key, format_func=ui.demo_label(ws, kind or "run"))
 if not (kind and name):
     st.stop()
 
@@ -121,7 +130,13 @@ rename_key = state.rename_key(kind, name)
 manage_rename.text_input("Rename to", value=name, key=rename_key)
 manage_rename.button("Rename", key="do_rename", on_click=ui.rename_dataset, args=(kind, name, rename_key))
 manage_remove.button("Remove", key="do_remove", icon=":material/delete:", on_click=ui.remove_dataset, args=(kind, name))
-st.caption(f"Origin: {entry.origin}" + (f" · content hash {entry.digest}" if entry.digest else ""))
+st.caption(
+    ui.escape_markdown(
+        f"Origin: {entry.origin}"
+        + (f" · {entry.note}" if entry.note else "")
+        + (f" · content hash {entry.digest}" if entry.digest else "")
+    )
+)
 
 if kind == "run":
     stats = cache.tie_statistics(obj)
@@ -151,8 +166,9 @@ if kind == "run":
             cm = st.selectbox("Chunk map", chunk_maps, key="collapse_map")
             if st.button("Collapse this run", key="do_collapse"):
                 collapsed = collapse_chunks(obj, ws.get("chunkmap", cm))
-                new = ws.add("run", collapsed.name, collapsed, origin="derived")
-                ui.message("success", f"Created **{new}** ({len(collapsed):,} rows).")
+                ui.add_derived(
+                    "run", collapsed.name, collapsed, origin="derived", sources=[("run", name), ("chunkmap", cm)]
+                )
                 st.rerun()
 elif kind == "qrels":
     a, b, c = st.columns(3)

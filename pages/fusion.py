@@ -15,7 +15,6 @@ from core.metrics import parse_metrics
 from core.reports import fusion as reports
 from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption
 from core.ties import TRADITIONAL_ORDERS
-from core.workspace import Workspace
 from pages.common import cache, state, ui
 from pages.common.figures import show_figure
 
@@ -35,16 +34,6 @@ METHOD_HELP = {
 }
 
 
-def default_runs(ws: Workspace, chosen: ui.Selection) -> list[str]:
-    """The runs Fusion opens on (`ui.selection`): the demo retrievers when the user loaded
-    nothing; else the user's own runs among the sidebar's selection when there are two or more
-    (the sidebar also lists the demo runs next to them), else the sidebar's selection."""
-    if chosen.demo:
-        return chosen.run_names or [n for n in RETRIEVERS if n in ws.names("run")]
-    mine = [n for n in chosen.run_names if ws.entry("run", n).origin != "demo"]
-    return mine if len(mine) >= 2 else chosen.run_names
-
-
 st.title("Fusion")
 st.caption(
     "Combine ranked lists from several retrievers. Fused lists are full of exact ties (two documents each "
@@ -54,26 +43,35 @@ st.caption(
 )
 
 ws = ui.workspace()
-# the user's data first: the sidebar's runs and qrels once the user loaded any, else the fusion demo
-chosen_data = ui.selection("fusion")
+ui.show_upload_messages()
+chosen_data = ui.selection()  # the sidebar's runs and qrels: Fusion's inputs start from them
 qrels = chosen_data.qrels
 run_names = ws.names("run")
 if len(run_names) < 2:
-    st.info("Fusion needs at least two runs: upload them on the Data page.")
+    st.info("Fusion needs at least two runs: load them on the Data page.")
+    st.page_link("pages/data.py", label="Data: upload runs", icon=":material/upload:")
     st.stop()
 
-# the widget's value lives in session state only (no default=: Streamlit warns when both are set)
-if state.FUSE_RUNS.present():
-    state.FUSE_RUNS.set([n for n in state.FUSE_RUNS.get() if n in run_names])
-else:
-    state.FUSE_RUNS.set(default_runs(ws, chosen_data))
+# the page's inputs start from the sidebar's runs and follow them when they change there; the
+# widget's value lives in session state only (no default=: Streamlit warns when both are set)
+ui.page_choice(state.FUSE_RUNS, state.FUSE_FROM, tuple(chosen_data.run_names), run_names)
+demo_retrievers = [n for n in RETRIEVERS if n in run_names] if chosen_data.demo else []
+if demo_retrievers and state.FUSE_RUNS.get() != demo_retrievers:
+    st.button(
+        "Fuse the demo's three first-stage retrievers instead",
+        icon=":material/merge:",
+        key="fuse_demo_retrievers",
+        on_click=state.FUSE_RUNS.set,
+        args=(demo_retrievers,),
+        help="The demo's dense, sparse and graph retrievers each return their own top 20 of the same candidates: "
+        "their lists overlap only partly, which is where fusion helps.",
+    )
 chosen = st.multiselect(
     "Runs to fuse (two or more)",
     run_names,
     key=state.FUSE_RUNS.key,
     format_func=ui.demo_label(ws, "run"),
-    help="Opens on your runs selected in the sidebar (or the whole selection), or on the demo retrievers when "
-    "you have loaded no data.",
+    help="Starts from the runs selected in the sidebar, and follows them when you change them there.",
 )
 c1, c2, c3, c4, c5 = st.columns([2, 1, 2, 1, 1])
 method = c1.selectbox(
@@ -183,9 +181,19 @@ with d1:
         "Download fused run (TREC)",
         key="dl-fused-trec",
     )
-if d2.button("Add fused run to the workspace", icon=":material/add:", key="fuse_add"):
-    added = ws.add("run", fused.name, fused, origin="fusion", note=", ".join(report.inputs))
-    d2.success(f"Added **{added}**: select it in the sidebar to use it on the other pages.")
+d2.button(
+    "Add fused run to the workspace",
+    icon=":material/add:",
+    key="fuse_add",
+    on_click=ui.add_derived,
+    args=("run", fused.name, fused),
+    kwargs={
+        "origin": "fusion",
+        "note": ", ".join(report.inputs),
+        "sources": [("run", n) for n in chosen] + [("qrels", str(state.SEL_QRELS.get()))],
+    },
+    help="Selected in the sidebar at once, so every page can evaluate it; saved with the workspace.",
+)
 
 # ---- evaluation --------------------------------------------------------------------------
 st.subheader("Evaluation")

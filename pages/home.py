@@ -24,7 +24,7 @@ st.markdown(
     "the exact **tie-aware** value and the **traditional** one for your runs and qrels."
 )
 
-chosen = ui.selection("evaluation")  # the sidebar's runs and qrels, or the demo when the user loaded none
+chosen = ui.selection()  # the sidebar's runs and qrels: the demo's until the user loads data
 qrels, runs = chosen.qrels, list(chosen.runs)
 if qrels is not None and runs:
     c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")

@@ -27,7 +27,6 @@ from core.reports import export
 from core.reports import leaderboard as reports
 from pages.common import cache, figures, state, ui
 
-UPLOAD_KEY = "lb_upload"
 #: table columns shown only on request (the table then fits beside the interval plot)
 WTL_COLUMNS = ("wins", "ties", "losses")
 L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
@@ -42,33 +41,16 @@ intro = st.empty()
 intro.caption(INTRO.format(formula=reports.scale_formula()))
 
 ws = ui.workspace()
-ws.ensure_demo("arena")
-
-with st.expander("Upload votes", expanded=False, icon=":material/upload:"):
-    ui.uploader(
-        "Votes file (CSV, JSONL or Parquet with model_a, model_b, winner or preference"
-        "[, judge, category, timestamp, weight])",
-        "votes",
-        UPLOAD_KEY,
-        ["csv", "jsonl", "json", "parquet"],
-        help="The outcome column is `winner` or `preference` (BixArena's raw schema): model_a, model_b, "
-        "tie or tie (bothbad).",
-        multiple=False,
-    )
-ui.show_upload_messages()
-
 names = ws.names("votes")
 if not names:
-    st.info("No votes loaded: upload a votes file above.")
+    st.info(
+        "No votes loaded: upload a votes file (CSV, JSONL or Parquet with model_a, model_b and winner or "
+        "preference) on the Data page."
+    )
+    st.page_link("pages/data.py", label="Data: upload votes", icon=":material/upload:")
     st.stop()
-uploads = ws.names("votes", origin="upload")
-seen = state.LB_SEEN_UPLOADS.setdefault()
-fresh = [n for n in uploads if n not in seen]
-seen.update(uploads)
-if fresh:  # a new upload becomes the selection
-    state.LB_VOTES.set(fresh[-1])
-elif state.LB_VOTES.get() not in names:
-    state.LB_VOTES.set(uploads[-1] if uploads else names[0])
+# the page's votes start from the sidebar's and follow them when they change there
+ui.page_choice(state.LB_VOTES, state.LB_FROM, state.SEL_VOTES.get(), names)
 # The top row (votes, intervals, bootstrap, search, pins) and everything under it are the same
 # elements in the same places on every run (the bootstrap's progress has its own slot), so
 # nothing is drawn twice while the bootstrap runs. The settings sit in one collapsed expander.

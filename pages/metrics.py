@@ -66,7 +66,7 @@ def show_summary(summary: pd.DataFrame, key: str) -> None:
 
 st.title("Metrics")
 
-chosen_data = ui.selection("evaluation")  # the sidebar's runs and qrels, or the demo when the user loaded none
+chosen_data = ui.selection()  # the sidebar's runs and qrels: the demo's until the user loads data
 active, runs = chosen_data.qrels, chosen_data.runs
 if active is None or not runs:
     st.info("Select qrels and at least one run in the sidebar (or upload them on the Data page).")

@@ -10,6 +10,7 @@ import streamlit as st
 
 from core.charts.rerank import cost_quality_figure, latency_histogram, metrics_figure, movement_figure
 from core.data import Run
+from core.demo import names_of
 from core.errors import RankLensError
 from core.io import write_trec_run
 from core.metrics import parse_metrics
@@ -31,12 +32,15 @@ from core.rerank import (
 from core.rerank import strategies as strategy_table
 from core.rerank.keys import resolve_api_key
 from core.rerank.provider import AsyncProvider
+from core.workspace import default_selection
 from pages.common import cache, state, ui
 from pages.common.figures import show_figure
 
 METRICS = ["ndcg@10", "mrr@10", "map", "recall@10"]
 #: failed queries named in a warning each (all of them are in the per-query table)
 SHOWN_ERRORS = 5
+#: the qrels choice meaning "no metrics"
+NO_QRELS = reports.NO_QRELS
 
 st.title("Rerank")
 st.caption(
@@ -46,7 +50,7 @@ st.caption(
 )
 
 ws = ui.workspace()
-ws.ensure_demo("rerank")
+ui.show_upload_messages()
 
 try:  # strategy plug-ins named in $RANKLENS_STRATEGIES (module:Class items) join the strategy menu
     load_plugins()
@@ -54,128 +58,37 @@ except RankLensError as exc:
     ui.show_error(f"Strategy plug-ins not loaded: {exc}", escape=True)
 
 
-#: The first-stage run choice that shows the run uploader (else a loaded run is used).
-UPLOAD_RUN = "(upload a run file)"
-
-
-def _add_candidates_from_run(run: tuple[str, bytes], corpus_file: Any, queries_file: Any, depth: int) -> None:
-    """Build candidates from a first-stage run (an uploaded run or candidate TSV, or a loaded
-    run written as TREC: ``(file name, bytes)``) and uploaded corpus and queries files, and add
-    them to the workspace as a corpus (selected); the outcome is a message for
-    `ui.show_upload_messages`. The same files and depth are added once; on an error nothing
-    is added and what is loaded stays."""
-    data = (run[1], corpus_file.getvalue(), queries_file.getvalue())
-    digests = (cache.bytes_digest(data[0]), cache.bytes_digest(data[1]), cache.bytes_digest(data[2]))
-    filenames = (run[0], str(corpus_file.name), str(queries_file.name))
-    h = cache.bytes_digest("|".join((*digests, str(depth))).encode())
-    done = state.INGESTED.setdefault()
-    if ("corpus", h) in done:
-        known = [n for n in ws.names("corpus") if ws.entry("corpus", n).digest == h]
-        if known:
-            state.RR_CORPUS.set(known[-1])
-            ui.message("success", f"Already loaded as corpus **{ui.escape_markdown(known[-1])}**.")
-            return
-    try:
-        built = cache.candidates_from_run(filenames, digests, depth, data)
-    except RankLensError as exc:
-        ui.message("error", ui.escape_markdown(str(exc)))
-        return
-    except Exception as exc:  # noqa: BLE001 - a reader bug must not crash the page
-        ui.message("error", ui.escape_markdown(f"could not build candidates ({type(exc).__name__}: {exc})"))
-        return
-    name = ws.add("corpus", built.name, built, origin="upload", digest=h, note=f"top {depth} of {filenames[0]}")
-    done.add(("corpus", h))
-    state.RR_CORPUS.set(name)
-    ui.message(
-        "success", f"Loaded candidate set **{ui.escape_markdown(name)}** ({ui.escape_markdown(ui.describe(built))})."
-    )
-
-
-with st.expander("Upload candidates", expanded=False, icon=":material/upload:"):
-    from_jsonl, from_run = st.tabs(["Candidates JSONL", "First-stage run + corpus + queries"])
-    with from_jsonl:
-        ui.uploader(
-            "Candidates JSONL: one line per query, {qid, query, candidates: [{docid, text}]}",
-            "corpus",
-            "rr_upload",
-            ["jsonl", "json"],
-            multiple=False,
-        )
-    with from_run:
-        u1, u2, u3 = st.columns(3)
-        own_runs = [n for n in ws.names("run") if ws.entry("run", n).origin != "demo"]
-        picked = [n for n in state.SEL_RUNS.get() if n in own_runs]  # the sidebar's choice first
-        run_source = UPLOAD_RUN
-        if own_runs:
-            run_source = u1.selectbox(
-                "First-stage run",
-                [*own_runs, UPLOAD_RUN],
-                index=own_runs.index(picked[0]) if picked else len(own_runs) - 1,
-                key="rr_run_source",
-                help="One of your loaded runs, or upload a file.",
-            )
-        run_file = None
-        if run_source == UPLOAD_RUN:
-            run_file = u1.file_uploader(
-                "First-stage run" if not own_runs else "Run file",
-                key="rr_run_file",
-                help="A TREC run (qid Q0 docid rank score tag), CSV/TSV/JSONL/Parquet run, or ranksmith's / BEIR's "
-                "candidate TSV (header query_id document_id [rank] [score]: kept in its given order).",
-            )
-        corpus_file = u2.file_uploader(
-            "Corpus",
-            key="rr_corpus_file",
-            help="docid,text table (CSV, TSV, two headerless columns as MS MARCO's collection.tsv) or BEIR's "
-            "corpus.jsonl (_id, text).",
-        )
-        queries_file = u3.file_uploader(
-            "Queries",
-            key="rr_queries_file",
-            help="qid,query table (CSV, TSV, headerless) or BEIR's queries.jsonl (_id, text).",
-        )
-        v1, v2 = st.columns([1, 2], vertical_alignment="bottom")
-        depth = v1.number_input("Depth", 1, 10_000, 100, key="rr_depth", help="Candidates per query: the run's top N.")
-        missing = (run_source == UPLOAD_RUN and run_file is None) or corpus_file is None or queries_file is None
-        if v2.button("Build candidates", key="rr_build", icon=":material/build:", disabled=missing) and not missing:
-            if run_file is not None:
-                first_stage: tuple[str, bytes] = (str(run_file.name), run_file.getvalue())
-            else:  # a loaded run, written as TREC (its ranked order) and read back by the same builder
-                try:
-                    text = write_trec_run(ws.get("run", run_source), None) or ""
-                except RankLensError as exc:
-                    text = ""
-                    ui.message("error", ui.escape_markdown(str(exc)))
-                first_stage = (f"{run_source}.trec", text.encode("utf-8"))
-            if first_stage[1]:
-                _add_candidates_from_run(first_stage, corpus_file, queries_file, int(depth))
-ui.show_upload_messages()
-
 corpora = ws.names("corpus")
 if not corpora:
-    st.info("No candidates loaded: upload a candidates JSONL above.")
+    st.info(
+        "No candidates loaded: upload a candidates JSONL, or build candidates from a first-stage run, a corpus and "
+        "queries, on the Data page."
+    )
+    st.page_link("pages/data.py", label="Data: load rerank candidates", icon=":material/upload:")
     st.stop()
-own_corpora = [n for n in corpora if ws.entry("corpus", n).origin != "demo"]
-if state.RR_CORPUS.get() not in corpora:  # the user's candidates first, the demo's only without them
-    state.RR_CORPUS.set(own_corpora[-1] if own_corpora else corpora[0])
+if state.RR_CORPUS.get() not in corpora:  # the newest candidates the user loaded; the demo's while it is shown
+    state.RR_CORPUS.set(default_selection(ws).corpus)
+chosen_corpus = str(state.RR_CORPUS.get())
 qrels_names = ws.names("qrels")
-own_qrels = [n for n in qrels_names if ws.entry("qrels", n).origin != "demo"]
-chosen_corpus = state.RR_CORPUS.get()
-corpus_is_demo = chosen_corpus is not None and ws.entry("corpus", chosen_corpus).origin == "demo"
-demo_qrels_on_own = not corpus_is_demo and bool(own_qrels) and state.RR_QRELS.get() == "Demo rerank qrels"
-if state.RR_QRELS.get() not in [*qrels_names, "(none)"] or demo_qrels_on_own:
-    # the sidebar's qrels when they are the user's; the demo's only with the demo candidates
-    sidebar_qrels = state.SEL_QRELS.get()
-    if corpus_is_demo and "Demo rerank qrels" in qrels_names:
-        default_qrels = "Demo rerank qrels"
-    elif own_qrels:
-        default_qrels = sidebar_qrels if sidebar_qrels in own_qrels else own_qrels[-1]
-    else:
-        default_qrels = "(none)"
+default_qrels = reports.default_qrels(
+    ws.entry("corpus", chosen_corpus).origin == "demo",
+    [n for n in names_of("rerank", "qrels") if n in qrels_names],
+    state.SEL_QRELS.get() if state.SEL_QRELS.get() in qrels_names else None,
+)
+picked_qrels = state.RR_QRELS.get()
+demo_qrels_on_own = picked_qrels in names_of("rerank", "qrels") and default_qrels != picked_qrels
+if picked_qrels not in [*qrels_names, NO_QRELS] or demo_qrels_on_own:
     state.RR_QRELS.set(default_qrels)
 
 c1, c2, c3 = st.columns([2, 2, 1])
 corpus_name = c1.selectbox("Candidates", corpora, key=state.RR_CORPUS.key, format_func=ui.demo_label(ws, "corpus"))
-qrels_name = c2.selectbox("Qrels (for metrics)", ["(none)", *qrels_names], key=state.RR_QRELS.key)
+qrels_name = c2.selectbox(
+    "Qrels (for metrics)",
+    [NO_QRELS, *qrels_names],
+    key=state.RR_QRELS.key,
+    format_func=ui.demo_label(ws, "qrels"),
+    help="Starts from the sidebar's qrels (the demo candidates' own qrels while the demo is shown).",
+)
 cands = ws.get("corpus", corpus_name)
 n_queries = c3.number_input(
     "Queries",
@@ -187,7 +100,7 @@ n_queries = c3.number_input(
 )
 total_queries = cands.n_queries
 cands = cands.subset(cands.qids[: int(n_queries)])
-if qrels_name != "(none)":
+if qrels_name != NO_QRELS:
     overlap = reports.coverage(cands, total_queries, ws.get("qrels", qrels_name))
     warning = overlap.warning(corpus_name, qrels_name)
     if warning:
@@ -598,16 +511,20 @@ with d1:
         "Download reranked run (TREC)",
         key="rr_dl_trec",
     )
-if d2.button(
+d2.button(
     "Add reranked run to the workspace",
     icon=":material/add:",
     key="rr_add",
-    help="Every query: failed ones keep their first-stage order. Evaluate it on Metrics; saved with the workspace.",
-):
-    new_name = f"reranked ({res.strategy})"
-    kept = (res.full_run or reranked_run).renamed(new_name)
-    added = ws.add("run", new_name, kept, origin="rerank", note=f"{res.strategy} on {corpus_name}")
-    st.toast(f"Added run {ui.escape_markdown(added)} to the workspace.")
+    on_click=ui.add_derived,
+    args=("run", f"reranked ({res.strategy})", (res.full_run or reranked_run).renamed(f"reranked ({res.strategy})")),
+    kwargs={
+        "origin": "rerank",
+        "note": f"{res.strategy} on {corpus_name}",
+        "sources": [("corpus", corpus_name), ("qrels", outcome.qrels)],
+    },
+    help="Every query: failed ones keep their first-stage order. Selected in the sidebar at once (evaluate it on "
+    "Metrics); saved with the workspace.",
+)
 
 # ---- usage and calls ---------------------------------------------------------------------------------
 _usage_and_calls(res)

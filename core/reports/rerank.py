@@ -36,6 +36,18 @@ STRATEGY_LABELS: dict[str, str] = {
 }
 
 
+#: the qrels choice meaning "no metrics, rerank only"
+NO_QRELS = "(none)"
+
+
+def default_qrels(candidates_are_demo: bool, demo_qrels: Sequence[str], sidebar_qrels: str | None) -> str:
+    """The qrels the Rerank page scores candidates with by default: the demo candidates' own
+    qrels for the demo candidates, else the sidebar's qrels, else `NO_QRELS`."""
+    if candidates_are_demo and demo_qrels:
+        return demo_qrels[0]
+    return sidebar_qrels if sidebar_qrels is not None else NO_QRELS
+
+
 def strategy_label(name: str) -> str:
     """The menu label of ``name`` (its name for a plug-in)."""
     return STRATEGY_LABELS.get(name, name)

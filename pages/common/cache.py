@@ -219,13 +219,16 @@ UPLOADS: SizedCache[tuple[str, str, str, str], list[tuple[str, Any]]] = SizedCac
 )
 
 
-def parse(kind: str, filename: str, digest: str, _data: bytes, duplicates: str = "error") -> list[tuple[str, Any]]:
+def parse(
+    kind: str, filename: str, digest: str, _data: bytes, duplicates: str = "error", fmt: str | None = None
+) -> list[tuple[str, Any]]:
     """The datasets in an upload, as (name, object), parsed once per (kind, name, bytes digest,
-    ``duplicates``: a run's repeated docids refused or ``keep-best``, `core.io.read_runs`) for
-    every session (`UPLOADS`, bounded by bytes and age); the objects are immutable, so they
-    are shared without copies. Raises the readers' errors (nothing is kept then)."""
+    ``duplicates``: a run's repeated docids refused or ``keep-best``, `core.io.read_runs`;
+    ``fmt``: the format `core.io.sniff_kind` saw, else the reader's own sniffing) for every
+    session (`UPLOADS`, bounded by bytes and age); the objects are immutable, so they are shared
+    without copies. Raises the readers' errors (nothing is kept then)."""
     return UPLOADS.get_or_compute(
-        (kind, filename, digest, duplicates), lambda: _parse(kind, filename, _data, duplicates)
+        (kind, filename, digest, duplicates, fmt), lambda: _parse(kind, filename, _data, duplicates, fmt)
     )
 
 
@@ -235,14 +238,14 @@ def forget_upload(digest: str) -> None:
     UPLOADS.discard(lambda key: key[2] == digest)
 
 
-def _parse(kind: str, filename: str, _data: bytes, duplicates: str) -> list[tuple[str, Any]]:
+def _parse(kind: str, filename: str, _data: bytes, duplicates: str, fmt: str | None) -> list[tuple[str, Any]]:
     from core import io as rio
     from core.io._common import file_stem
 
     if kind == "run":
-        return [(r.name, r) for r in rio.read_runs(_data, filename=filename, duplicates=duplicates)]
+        return [(r.name, r) for r in rio.read_runs(_data, filename=filename, duplicates=duplicates, fmt=fmt)]
     if kind == "qrels":
-        q = rio.read_qrels(_data, filename=filename)
+        q = rio.read_qrels(_data, filename=filename, fmt=fmt)
         return [(q.name, q)]
     if kind == "corpus":
         from core.io.corpus import read_candidates
@@ -251,11 +254,11 @@ def _parse(kind: str, filename: str, _data: bytes, duplicates: str) -> list[tupl
         return [(cs.name, cs)]
     stem = file_stem(filename) or filename
     if kind == "answers":
-        return [(stem, rio.read_answers(_data, filename=filename))]
+        return [(stem, rio.read_answers(_data, filename=filename, fmt=fmt))]
     if kind == "chunkmap":
-        return [(stem, rio.read_chunk_map(_data, filename=filename))]
+        return [(stem, rio.read_chunk_map(_data, filename=filename, fmt=fmt))]
     if kind == "votes":
-        return [(stem, rio.read_votes(_data, filename=filename))]
+        return [(stem, rio.read_votes(_data, filename=filename, fmt=fmt))]
     raise ValueError(f"no reader for {kind}")
 
 

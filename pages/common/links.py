@@ -13,7 +13,11 @@
 Settings saved (`settings`): ``link`` (``<url_path>?<query>``: the last page shown other than
 the Data page, else the Data page), ``page`` and ``query`` (that link's parts), ``pages``
 (url_path -> query parameters last seen there) and ``slots`` (the selections in `SAVED_SLOTS`,
-read back by ``python -m core evaluate --workspace``: ``sel_qrels``).
+read back by ``python -m core evaluate --workspace``: ``sel_qrels``, ``sel_runs``, and by
+``leaderboard --workspace``: ``sel_votes``).
+
+A saved workspace holds what the user chose, never the demo shown by default
+(`core.workspace.Workspace.chosen`); opening one shows its datasets and nothing else.
 """
 
 from __future__ import annotations
@@ -38,6 +42,7 @@ DATA_PAGE = "datasets"
 SAVED_SLOTS: tuple[tuple[state.Slot[Any], str], ...] = (
     (state.SEL_QRELS, "name"),
     (state.SEL_RUNS, "names"),
+    (state.SEL_VOTES, "name"),
     (state.DEDUPE_RUNS, "flag"),
     (state.FUSE_RUNS, "names"),
     (state.LB_VOTES, "name"),
@@ -102,6 +107,7 @@ def restore(opened: WorkspaceFile) -> None:
             slot.set(saved[slot.key])
         else:
             slot.pop()
+    state.SEL_MODE.set("demo" if ws.showing_demo else "own")  # the restored selection is this workspace's
     kind = state.INSPECT_KIND.get()
     if kind not in ws.entries or not ws.names(kind) or state.INSPECT_NAME.get() not in ws.names(kind):
         state.INSPECT_KIND.pop()  # the Data page's inspector (no check of its own) starts on its defaults
@@ -169,19 +175,29 @@ def open_upload(base: str) -> None:
     file replaces the session's datasets and selections; a bad one is reported and changes
     nothing (the uploader is then reset)."""
     files = state.files_of(state.uploader_key(base))
-    if not files:
-        return
-    upload = files[-1]
-    try:
-        opened = load_workspace(upload.getvalue(), filename=upload.name)
-    except RankLensError as exc:
-        ui.message("error", ui.escape_markdown(f"Workspace not opened: {exc}"))
+    if files and not open_bytes(files[-1].getvalue(), files[-1].name):
         versions = state.UPLOADER_VERSIONS.setdefault()
         versions[base] = versions.get(base, 0) + 1
-        return
+
+
+def open_bytes(data: bytes, filename: str) -> bool:
+    """Open the workspace file ``data`` as the session's workspace (`restore`); the outcome is
+    a message for `ui.show_upload_messages`. Returns False (nothing changed) on a bad file."""
+    try:
+        opened = load_workspace(data, filename=filename)
+    except RankLensError as exc:
+        ui.message("error", ui.escape_markdown(f"Workspace not opened: {exc}"))
+        return False
     restore(opened)
-    n = sum(len(opened.workspace.names(k)) for k in opened.workspace.entries)
-    ui.message("success", ui.escape_markdown(f"Opened workspace {upload.name}: {n} datasets and their settings."))
+    n = len(opened.workspace.chosen())
+    text = f"Opened workspace {filename}: {n} dataset{'s' if n != 1 else ''} and their settings."
+    if opened.left_out:
+        text += (
+            f" Left out {len(opened.left_out)} demo datasets that this older file saved by default beside yours "
+            "(Load the demo data brings the demo back)."
+        )
+    ui.message("success", ui.escape_markdown(text))
+    return True
 
 
 def saved_view() -> tuple[str, dict[str, list[str]]] | None:

@@ -60,21 +60,22 @@ _HOME_METRIC, _HOME_ORDER = "mrr@10", "trec"
 
 
 def prepare_first_page() -> None:
-    """Import `FIRST_PAGE_MODULES`, generate the evaluation demo with its content digests and
-    evaluate it for Home's default metric under the four policies (the datasets keep what is
-    derived from them: ranked views, qrels joins, ideal gains). Core only: no Streamlit call,
-    nothing is cached under a session's key; the pages' own cached calls then run on warm
-    datasets (the tie SVG itself is a cheap string, built by the page's cached call)."""
+    """Import `FIRST_PAGE_MODULES`, generate the demo bundle (every session's workspace shows
+    it whole until the user loads data) with the content digests of Home's datasets and evaluate
+    them for Home's default metric under the four policies (the datasets keep what is derived
+    from them: ranked views, qrels joins, ideal gains). Core only: no Streamlit call, nothing is
+    cached under a session's key; the pages' own cached calls then run on warm datasets (the tie
+    SVG itself is a cheap string, built by the page's cached call)."""
     for name in FIRST_PAGE_MODULES:
         importlib.import_module(name)
     from core.data import Qrels, Run, content_digest
-    from core.demo import load_demo
+    from core.demo import bundle, default_names
     from core.metrics import evaluate, parse_metrics, plain_metrics
     from core.reports.metrics import policies_for
 
-    items = load_demo("evaluation")
-    runs = [obj for _, _, obj in items if isinstance(obj, Run)]
-    qrels = [obj for _, _, obj in items if isinstance(obj, Qrels)]
+    items = bundle()
+    runs = [obj for _, name, obj in items if isinstance(obj, Run) and name in default_names("run")]
+    qrels = [obj for _, name, obj in items if isinstance(obj, Qrels) and name in default_names("qrels")]
     for obj in (*runs, *qrels):
         content_digest(obj)
     if not runs or not qrels:

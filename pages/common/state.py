@@ -75,9 +75,14 @@ FIG_FORMAT: Slot[str] = Slot("fig_image_format", _png)
 
 # ---- the session's datasets and uploads (app.py, pages.common.ui) ------------------------------
 WORKSPACE: Slot[Workspace | None] = Slot("workspace", _none)
-#: sidebar widgets: the active qrels and runs (names in the workspace)
+#: sidebar widgets: the active qrels, runs and votes (names in the workspace): what every page
+#: starts from (`pages.common.ui.sync_selection` keeps them valid)
 SEL_QRELS: Slot[str | None] = Slot("sel_qrels", _none)
 SEL_RUNS: Slot[list[str]] = Slot("sel_runs", list)
+SEL_VOTES: Slot[str | None] = Slot("sel_votes", _none)
+#: whether the selection above was made on the demo shown by default ("demo") or on the user's
+#: own datasets ("own"): when the workspace changes between the two, the selection starts over
+SEL_MODE: Slot[str | None] = Slot("_sel_mode", _none)
 #: (kind, content digest) of every file already ingested
 INGESTED: Slot[set[tuple[str, str]]] = Slot("_ingested", set)
 #: the sidebar's dataset-counts placeholder of the current run (`pages.common.ui.sidebar`):
@@ -90,6 +95,8 @@ UPLOADER_VERSIONS: Slot[dict[str, int]] = Slot("_uploader_versions", dict)
 #: (level "error" | "success", Markdown text) shown once by the next page run
 UPLOAD_MESSAGES: Slot[list[tuple[str, str]]] = Slot("_upload_messages", list)
 
+#: the Data page's "Read as" choice for its uploader: ``auto`` (the content decides) or a kind
+UPLOAD_READ_AS: Slot[str] = Slot("upload_read_as", lambda: "auto")
 #: Data page toggle read by `pages.common.ui.ingest`: a run file with a docid repeated within a
 #: query keeps each query's best-ranked copy (``read_runs(duplicates="keep-best")``) instead of
 #: being refused
@@ -148,11 +155,13 @@ OPENED_VIEW: Slot[tuple[str, dict[str, list[str]]] | None] = Slot("_opened_view"
 
 # ---- Fusion page -------------------------------------------------------------------------------
 FUSE_RUNS: Slot[list[str]] = Slot("fuse_runs", list)
+#: the sidebar's runs `FUSE_RUNS` started from: when the sidebar's change, Fusion follows them
+FUSE_FROM: Slot[tuple[str, ...] | None] = Slot("_fuse_from", _none)
 
 # ---- Leaderboard page --------------------------------------------------------------------------
 LB_VOTES: Slot[str | None] = Slot("lb_votes", _none)
-#: uploaded votes already seen (a new one becomes the selection)
-LB_SEEN_UPLOADS: Slot[set[str]] = Slot("lb_seen_uploads", set)
+#: the sidebar's votes `LB_VOTES` started from: when the sidebar's change, the page follows them
+LB_FROM: Slot[str | None] = Slot("_lb_from", _none)
 #: the "Intervals" choice (a widget key: "sandwich" / "bootstrap"), switched to the bootstrap
 #: when one finishes, before the widget is drawn
 LB_SHOW: Slot[str | None] = Slot("lb_show", _none)

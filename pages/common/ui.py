@@ -12,25 +12,64 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from core.data import DUPLICATES_DROPPED, Qrels, Run
+from core.data import Qrels, Run
 from core.errors import RankLensError
-from core.workspace import Workspace
+from core.workspace import MAX_DEFAULT_RUNS, Workspace, default_selection
 from core.workspace import describe as _describe
 from pages.common import cache, figures, state
 
-MAX_DEFAULT_RUNS = 6
 #: dataset kinds counted in the sidebar, in order
 COUNTED_KINDS: tuple[str, ...] = ("run", "qrels", "votes", "corpus", "answers", "chunkmap")
 
 
 def workspace() -> Workspace:
-    """The session's datasets; the evaluation demo is loaded on first use."""
+    """The session's datasets: the demo bundle while the user has chosen nothing
+    (`core.workspace.Workspace.show_demo`)."""
     ws = state.WORKSPACE.get()
     if ws is None:
         ws = Workspace()
         state.WORKSPACE.set(ws)
-    ws.ensure_demo("evaluation")
+    ws.show_demo()
     return ws
+
+
+def sync_selection(ws: Workspace) -> None:
+    """Keep the sidebar's selection (qrels, runs, votes) valid for ``ws``: names no longer in
+    the workspace leave it, an unset or gone choice takes `core.workspace.default_selection`'s,
+    and when the workspace changes between the demo shown by default and the user's own data,
+    the selection starts over (no demo dataset stays selected once the user loads anything)."""
+    mode = "demo" if ws.showing_demo else "own"
+    if state.SEL_MODE.get() != mode:
+        for slot in (state.SEL_QRELS, state.SEL_RUNS, state.SEL_VOTES):
+            slot.pop()
+        state.SEL_MODE.set(mode)
+    default = default_selection(ws)
+    if state.SEL_QRELS.get() not in ws.names("qrels"):
+        state.SEL_QRELS.set(default.qrels)
+    picked = state.SEL_RUNS.get()
+    kept = [n for n in picked if n in ws.names("run")]
+    # a selection emptied by the user stays empty; one whose every run left the workspace restarts
+    state.SEL_RUNS.set(kept if state.SEL_RUNS.present() and (kept or not picked) else list(default.runs))
+    if state.SEL_VOTES.get() not in ws.names("votes"):
+        state.SEL_VOTES.set(default.votes)
+
+
+def page_choice(choice: state.Slot[Any], origin: state.Slot[Any], sidebar: Any, options: Sequence[str]) -> None:
+    """A page's own choice of datasets (Fusion's inputs, the Leaderboard's votes) that starts
+    from the sidebar's: set to ``sidebar`` when the page has none yet or when the sidebar's
+    choice changed since (``origin`` remembers it), else kept (names not in ``options`` left out;
+    a single name no longer there falls back to ``sidebar``). The choice is a widget's value:
+    `state.keep_widget` carries it across the runs of other pages, which drop it."""
+    state.keep_widget(choice.key)
+    if not choice.present() or origin.get() != sidebar:
+        choice.set(list(sidebar) if isinstance(sidebar, tuple) else sidebar)
+        origin.set(sidebar)
+        return
+    value = choice.get()
+    if isinstance(value, list):
+        choice.set([n for n in value if n in options])
+    elif value not in options:
+        choice.set(sidebar)
 
 
 def message(level: str, text: str) -> None:
@@ -38,12 +77,15 @@ def message(level: str, text: str) -> None:
     state.UPLOAD_MESSAGES.setdefault().append((level, text))
 
 
-def ingest(kind: str, filename: str, data: bytes, base: str | None = None) -> tuple[list[str], str | None]:
+def ingest(
+    kind: str, filename: str, data: bytes, base: str | None = None, fmt: str | None = None
+) -> tuple[list[str], str | None]:
     """Parse ``data`` and add its datasets to the workspace. Returns (names added, error).
     A file already loaded (same bytes) is not added twice; a bad file adds nothing. A run
     repeating a docid within a query is refused, or keeps each query's best-ranked copy when
     the Data page's `state.DEDUPE_RUNS` toggle is on. ``base``: the uploader it came from
-    (emptied when the dataset is removed, so the same file can be uploaded again)."""
+    (emptied when the dataset is removed, so the same file can be uploaded again); ``fmt``: the
+    format `core.io.sniff_kind` saw (else the reader sniffs it)."""
     ws = workspace()
     h = cache.bytes_digest(data)
     done = state.INGESTED.setdefault()
@@ -51,7 +93,7 @@ def ingest(kind: str, filename: str, data: bytes, base: str | None = None) -> tu
         return [], None
     duplicates = "keep-best" if kind == "run" and state.DEDUPE_RUNS.get() else "error"
     try:
-        parsed = cache.parse(kind, filename, h, data, duplicates)
+        parsed = cache.parse(kind, filename, h, data, duplicates, fmt)
     except RankLensError as exc:
         return [], str(exc)
     except Exception as exc:  # noqa: BLE001 - a reader bug must not crash the page
@@ -60,71 +102,43 @@ def ingest(kind: str, filename: str, data: bytes, base: str | None = None) -> tu
     done.add((kind, h))
     if base is not None:
         state.UPLOADED_BY.setdefault()[(kind, h)] = base
-    if kind == "run":
-        current = [n for n in state.SEL_RUNS.get() if n in ws.names("run")]
-        state.SEL_RUNS.set(current + [n for n in names if n not in current])
-    elif kind == "corpus":
-        state.RR_CORPUS.set(names[-1])
-    elif kind == "qrels":
-        state.SEL_QRELS.set(names[-1])
-        judged = set(ws.get("qrels", names[-1]).qids)
-        overlapping = [n for n in ws.names("run") if judged & set(ws.get("run", n).qid_values)]
-        if overlapping:  # show the runs these qrels can judge, not runs scoring 0 everywhere
-            state.SEL_RUNS.set(overlapping[:MAX_DEFAULT_RUNS])
+    select_added(ws, kind, names)
     return names, None
 
 
-def upload_callback(kind: str, base: str) -> None:
-    """``on_change`` for a file_uploader (key from `state.uploader_key(base)`): ingest new
-    files before the rerun, so the sidebar selection and the inspector can show them. Messages
-    are kept for the page to show; after a rejected file the uploader is reset."""
-    failed = False
-    for f in state.files_of(state.uploader_key(base)):
-        names, error = ingest(kind, f.name, f.getvalue(), base)
-        if error:
-            message("error", escape_markdown(error))
-            failed = True
-        elif names:
-            ws = workspace()
-            for n in names:
-                obj = ws.get(kind, n)
-                dropped = obj.meta.get(DUPLICATES_DROPPED, 0) if isinstance(obj, Run) else 0
-                extra = f"; {dropped:,} duplicated rows dropped, each query's best copy kept" if dropped else ""
-                noun = KIND_NOUNS.get(kind, (kind, kind))[0]  # "votes file", not "votes votes"
-                message("success", f"Loaded {noun} **{escape_markdown(n)}** ({describe(obj)}{extra}).")
-            state.INSPECT_KIND.set(kind)
-            state.INSPECT_NAME.set(names[-1])
-    if failed:
-        versions = state.UPLOADER_VERSIONS.setdefault()
-        versions[base] = versions.get(base, 0) + 1
+def select_added(ws: Workspace, kind: str, names: list[str]) -> None:
+    """Select datasets the user just added (after `sync_selection`, which drops the demo's
+    selection when they are the first): runs join the sidebar's runs; qrels become the
+    sidebar's qrels, with the runs they judge; votes the sidebar's votes; candidates the Rerank
+    page's."""
+    sync_selection(ws)
+    if not names:
+        return
+    if kind == "run":
+        current = state.SEL_RUNS.get()
+        state.SEL_RUNS.set(current + [n for n in names if n not in current])
+    elif kind == "corpus":
+        state.RR_CORPUS.set(names[-1])
+    elif kind == "votes":
+        state.SEL_VOTES.set(names[-1])
+    elif kind == "qrels":
+        state.SEL_QRELS.set(names[-1])
+        judged = set(ws.get("qrels", names[-1]).qids)
+        overlapping = [n for n in ws.names("run") if not judged.isdisjoint(ws.get("run", n).qid_values)]
+        if overlapping:  # show the runs these qrels can judge, not runs scoring 0 everywhere
+            state.SEL_RUNS.set(overlapping[:MAX_DEFAULT_RUNS])
 
 
-#: what the uploaders accept, said in their help: any name or extension, the content decides
-SNIFFED_HELP = (
-    "Any file name or extension (.test, .run, .qrels, none, .gz ...): the content is recognised "
-    "(TREC, CSV/TSV with a header, JSONL or Parquet; gzip decompressed)."
+#: session-state slots holding dataset names, with their kind (renamed and removed with them)
+NAMED_SLOTS: tuple[tuple[state.Slot[Any], str], ...] = (
+    (state.SEL_QRELS, "qrels"),
+    (state.SEL_RUNS, "run"),
+    (state.SEL_VOTES, "votes"),
+    (state.FUSE_RUNS, "run"),
+    (state.LB_VOTES, "votes"),
+    (state.RR_CORPUS, "corpus"),
+    (state.RR_QRELS, "qrels"),
 )
-
-
-def uploader(
-    label: str, kind: str, base: str, types: list[str] | None = None, help: str | None = None, multiple: bool = True
-) -> None:
-    """A file_uploader whose files are ingested as ``kind`` datasets by `upload_callback`
-    (widget key `state.uploader_key` ``(base)``); the outcome is shown by `show_upload_messages`.
-    Every file type is accepted (``type=None``: Streamlit would refuse ``results.test`` or a
-    name without extension); the readers recognise the content and refuse, naming the file and
-    what was expected, what they cannot read. ``types`` (the usual extensions) only go into the
-    help text."""
-    usual = f" Usual extensions: {', '.join('.' + t for t in types)}." if types else ""
-    st.file_uploader(
-        label,
-        type=None,
-        accept_multiple_files=multiple,
-        key=state.uploader_key(base),
-        on_change=upload_callback,
-        args=(kind, base),
-        help=((help + " ") if help else "") + SNIFFED_HELP + usual,
-    )
 
 
 def rename_dataset(kind: str, old: str, input_key: str) -> None:
@@ -137,29 +151,30 @@ def rename_dataset(kind: str, old: str, input_key: str) -> None:
     except ValueError as exc:
         message("error", escape_markdown(str(exc)))
         return
-    if kind == "run":
-        state.SEL_RUNS.set([new if n == old else n for n in state.SEL_RUNS.get()])
-    if kind == "qrels" and state.SEL_QRELS.get() == old:
-        state.SEL_QRELS.set(new)
+    for slot, slot_kind in NAMED_SLOTS:
+        if slot_kind != kind or not slot.present():
+            continue
+        value = slot.get()
+        if isinstance(value, list):
+            slot.set([new if n == old else n for n in value])
+        elif value == old:
+            slot.set(new)
     state.INSPECT_NAME.set(new)
-    message("success", f"Renamed {kind} {old!r} to {new!r}.")
+    message("success", f"Renamed {kind} {escape_markdown(repr(old))} to {escape_markdown(repr(new))}.")
 
 
 def remove_dataset(kind: str, name: str) -> None:
     """``on_click`` for Remove: drops the dataset and forgets its upload once no dataset of the
     workspace comes from those bytes any more: the uploader that brought it is emptied and the
     same file can be uploaded again; the parsed copy leaves the upload cache
-    (`cache.forget_upload`), so its memory comes back once no other session holds it."""
+    (`cache.forget_upload`), so its memory comes back once no other session holds it. Removing
+    the last dataset the user chose brings the demo back (`workspace`)."""
     ws = workspace()
     try:
         digest = ws.entry(kind, name).digest
     except KeyError:
         digest = None
     ws.remove(kind, name)
-    if kind == "run":
-        state.SEL_RUNS.set([n for n in state.SEL_RUNS.get() if n != name])
-    if kind == "qrels" and state.SEL_QRELS.get() == name:
-        state.SEL_QRELS.pop()
     if digest is not None and not any(ws.entry(kind, n).digest == digest for n in ws.names(kind)):
         state.INGESTED.setdefault().discard((kind, digest))
         base = state.UPLOADED_BY.setdefault().pop((kind, digest), None)
@@ -168,7 +183,45 @@ def remove_dataset(kind: str, name: str) -> None:
             versions[base] = versions.get(base, 0) + 1
         cache.forget_upload(digest)
     state.INSPECT_NAME.pop()
+    sync_selection(workspace())
     message("success", f"Removed {kind} {escape_markdown(repr(name))}.")
+
+
+def add_derived(
+    kind: str, name: str, obj: Any, *, origin: str, note: str = "", sources: Sequence[tuple[str, str]] = ()
+) -> str:
+    """Add a dataset the user made on a page (a fused or reranked run) and select it; returns
+    its name. Made from the demo shown by default, it keeps the demo datasets it came from
+    (``sources``, as (kind, name): its inputs, the qrels it was scored with), which would
+    otherwise leave with the rest of the demo."""
+    ws = workspace()
+    for source_kind, source_name in sources:
+        if source_name in ws.names(source_kind):
+            ws.keep(source_kind, source_name)
+    added = ws.add(kind, name, obj, origin=origin, note=note)
+    select_added(ws, kind, [added])
+    kept = [n for k, n in sources if n in ws.names(k) and ws.entry(k, n).origin == "demo"]
+    extra = f" (with the demo datasets it was made from: {', '.join(kept)})" if kept else ""
+    message("success", escape_markdown(f"Added {KIND_NOUNS.get(kind, (kind,))[0]} {added!r} to the workspace{extra}."))
+    return added
+
+
+def load_demo_data() -> None:
+    """``on_click`` of "Load the demo data": the demo bundle joins the workspace as data the
+    user chose (listed, savable; the user's own selection stays)."""
+    ws = workspace()
+    added = ws.load_demo()
+    sync_selection(ws)
+    message("success", f"Loaded the demo data ({len(added)} datasets), beside your own.")
+
+
+def remove_demo_data() -> None:
+    """``on_click`` of "Remove the demo data": every demo dataset leaves the workspace."""
+    ws = workspace()
+    ws.drop_demo()
+    state.INSPECT_NAME.pop()
+    sync_selection(workspace())
+    message("success", "Removed the demo data.")
 
 
 def describe(obj: Any) -> str:
@@ -238,6 +291,17 @@ KIND_NOUNS: dict[str, tuple[str, str]] = {
 }
 
 
+#: a kind as a picker shows it
+KIND_LABELS: dict[str, str] = {
+    "run": "runs",
+    "qrels": "qrels",
+    "votes": "votes",
+    "corpus": "rerank candidates",
+    "answers": "answers",
+    "chunkmap": "chunk maps",
+}
+
+
 def plural(n: int, kind: str) -> str:
     """``1 run``, ``4 runs``, ``2 qrels`` (`KIND_NOUNS`; another word gets an ``s``)."""
     one, several = KIND_NOUNS.get(kind, (kind, kind + "s"))
@@ -245,9 +309,12 @@ def plural(n: int, kind: str) -> str:
 
 
 def counts_caption(ws: Workspace) -> str:
-    """``4 runs · 1 qrels loaded — manage them on the Data page.`` (kinds with none left out)."""
-    counts = [plural(len(ws.names(k)), k) for k in COUNTED_KINDS if ws.names(k)]
-    return (" · ".join(counts) or "Nothing") + " loaded — manage them on the Data page."
+    """``4 runs · 1 qrels loaded — manage them on the Data page.`` (kinds with none left out);
+    while the demo is shown by default, says that these are the demo's."""
+    counts = " · ".join(plural(len(ws.names(k)), k) for k in COUNTED_KINDS if ws.names(k)) or "Nothing"
+    if ws.showing_demo:
+        return f"Demo data: {counts}. Load your own on the Data page: the demo then leaves every page."
+    return counts + " loaded — manage them on the Data page."
 
 
 #: the sidebar's multiselect shows each run's whole name, wrapped, instead of cutting it
@@ -259,37 +326,40 @@ section[data-testid="stSidebar"] [data-baseweb="tag"] span {white-space: normal;
 
 
 def sidebar() -> Any:
-    """Dataset selection shared by every page: the active qrels and runs. Run names are shown
-    whole (wrapped in the chips, and listed in the help tooltip). Returns the placeholder of the
-    dataset counts, filled by `sidebar_counts` once the page has run (a page may load a demo
-    family or a file: the counts of that same rerun are then right)."""
+    """The selection every page starts from: qrels, runs and votes (`sync_selection`). Run
+    names are shown whole (wrapped in the chips, and listed in the help tooltip). Returns the
+    placeholder of the dataset counts, filled by `sidebar_counts` once the page has run (a page
+    may add a dataset: the counts of that same rerun are then right)."""
     ws = workspace()
-    qrels_names = ws.names("qrels")
-    run_names = ws.names("run")
-    if state.SEL_QRELS.get() not in qrels_names:
-        state.SEL_QRELS.set(qrels_names[0] if qrels_names else None)
-    chosen = state.SEL_RUNS.get() if state.SEL_RUNS.present() else run_names[:MAX_DEFAULT_RUNS]
-    state.SEL_RUNS.set([n for n in chosen if n in run_names])
+    sync_selection(ws)
     selected = state.SEL_RUNS.get()
     with st.sidebar:
         st.html(_WRAP_CSS)
         st.markdown("### Datasets")
         st.selectbox(
             "Qrels",
-            qrels_names,
+            ws.names("qrels"),
             key=state.SEL_QRELS.key,
             format_func=demo_label(ws, "qrels"),
-            help="Relevance judgements used by every page.",
+            help="Relevance judgements every page evaluates against.",
         )
         listed = "; ".join(escape_markdown(n) for n in selected)
         st.multiselect(
             "Runs",
-            run_names,
+            ws.names("run"),
             key=state.SEL_RUNS.key,
             format_func=demo_label(ws, "run"),
-            help="Runs every page starts from (demo runs and your uploads)."
+            help="The runs every page starts from (Fusion fuses them, Metrics and Home evaluate them)."
             + (f" Selected: {listed}." if selected else ""),
         )
+        if ws.names("votes"):
+            st.selectbox(
+                "Votes",
+                ws.names("votes"),
+                key=state.SEL_VOTES.key,
+                format_func=demo_label(ws, "votes"),
+                help="The pairwise votes the Leaderboard rates.",
+            )
         slot = st.empty()
         figures.image_format_picker()
     _fill_counts(slot, ws)
@@ -313,30 +383,18 @@ def _fill_counts(slot: Any, ws: Workspace) -> None:
 def sidebar_counts(slot: Any | None = None) -> None:
     """Refill the sidebar's counts placeholder (``slot``, default this run's) with the selected
     runs among the workspace's (`selection_caption`) and its counts (`counts_caption`) as they
-    are now: called by `ensure_demo` when a page loads a demo family, and by app.py once the
-    page has run (after a page's ``st.stop()`` Streamlit drops every write, so the demo case is
-    refreshed at once, not only at the end)."""
+    are now: called by app.py once the page has run (a page's button may have added a dataset
+    after the sidebar was drawn)."""
     slot = slot if slot is not None else state.COUNTS_SLOT.get()
     if slot is not None:
         _fill_counts(slot, workspace())
 
 
-def ensure_demo(family: str) -> Workspace:
-    """Load the demo ``family`` into the session's workspace (once; `core.demo.load_demo` is
-    generated once per process) and refresh the sidebar's counts. Pages call this rather than
-    ``Workspace.ensure_demo`` so the counts are right on this very run."""
-    ws = workspace()
-    if family not in ws.demos_loaded:
-        ws.ensure_demo(family)
-        sidebar_counts()
-    return ws
-
-
-# ---- what a page works on: the user's selection, or the demo when the user loaded nothing -----
+# ---- what a page works on: the sidebar's selection ----------------------------------------------
 @dataclass(frozen=True)
 class Selection:
-    """The runs and qrels a page starts from (`selection`): ``demo`` says they are the demo
-    family's because the user has loaded no run or qrels of their own."""
+    """The runs and qrels a page starts from (`selection`): ``demo`` says they are the demo's,
+    shown because the user has loaded nothing."""
 
     runs: tuple[Run, ...]
     qrels: Qrels | None
@@ -347,36 +405,12 @@ class Selection:
         return [r.name for r in self.runs]
 
 
-def user_loaded(kinds: Sequence[str] = ("run", "qrels")) -> bool:
-    """Whether the workspace holds any dataset of ``kinds`` that is not a demo one (an upload,
-    a workspace file)."""
+def selection() -> Selection:
+    """The single rule every page follows for its runs and qrels: the sidebar's selection
+    (the demo's default while the user has loaded nothing, only the user's data once they have:
+    `sync_selection`; `warn_overlap` says when runs and qrels share few queries)."""
     ws = workspace()
-    return any(ws.entry(k, n).origin != "demo" for k in kinds for n in ws.names(k))
-
-
-def demo_names(family: str, kind: str) -> list[str]:
-    """Names of the ``kind`` datasets of demo ``family`` (`core.demo.load_demo`, memoised)."""
-    from core.demo import load_demo
-
-    return [name for k, name, _ in load_demo(family) if k == kind]
-
-
-def selection(demo: str = "evaluation") -> Selection:
-    """The single rule every page follows for its data. When the user has loaded any run or
-    qrels: the runs and qrels selected in the sidebar (however few; `warn_overlap` says when
-    they share few queries). Otherwise the demo ``family``'s (loaded into the workspace once):
-    its runs selected in the sidebar if any, else all of them, and its qrels."""
-    ws = workspace()
-    if user_loaded():
-        return Selection(tuple(active_runs()), active_qrels(), demo=False)
-    ensure_demo(demo)
-    family_runs = [n for n in demo_names(demo, "run") if n in ws.names("run")]
-    picked = [n for n in state.SEL_RUNS.get() if n in family_runs] or family_runs
-    qrels_names = [n for n in demo_names(demo, "qrels") if n in ws.names("qrels")]
-    sel_qrels = state.SEL_QRELS.get()
-    qname = sel_qrels if sel_qrels in qrels_names else (qrels_names[0] if qrels_names else None)
-    qrels = ws.get("qrels", qname) if qname is not None else None
-    return Selection(tuple(ws.get("run", n) for n in picked), qrels, demo=True)
+    return Selection(tuple(active_runs()), active_qrels(), demo=ws.showing_demo)
 
 
 def warn_overlap(runs: Sequence[Run], qrels: Qrels | None) -> bool:

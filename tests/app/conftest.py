@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -69,3 +70,30 @@ def open_page(at: AppTest, page: str) -> AppTest:
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
+
+
+#: the label of the Data page's one uploader (`pages.common.uploads.any_uploader`)
+UPLOAD_LABEL = "Upload runs, qrels, votes, answers, chunk maps, rerank candidates or a workspace"
+
+
+def data_uploader(at: AppTest) -> Any:
+    """The Data page's uploader (the page must be open)."""
+    found = [u for u in at.get("file_uploader") if u.proto.label == UPLOAD_LABEL]
+    assert found, "the Data page's uploader is not on the page"
+    return found[0]
+
+
+def upload(at: AppTest, *files: tuple[str, bytes], read_as: str | None = None) -> AppTest:
+    """Open the Data page and upload ``files`` (name, bytes) through its one uploader, the
+    content deciding each file's kind (or ``read_as``: a kind forced with "Read as")."""
+    open_page(at, "data")
+    if read_as is not None:
+        at.selectbox(key="upload_read_as").set_value(read_as).run()
+    data_uploader(at).set_value([(name, data, "application/octet-stream") for name, data in files]).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def messages(at: AppTest) -> tuple[list[str], list[str]]:
+    """(success texts, error texts) shown on the page."""
+    return [s.value for s in at.success], [e.value for e in at.error]

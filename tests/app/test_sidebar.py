@@ -1,66 +1,255 @@
-"""AppTest: the shared sidebar (issue 11): whole run names, "1 run / 5 runs", counts right on
-the rerun that changed them, and the one rule for "the selected runs/qrels or the demo"."""
+"""AppTest: one selection model (issue 21). The sidebar's qrels, runs and votes are what every
+page starts from; the demo is one bundle shown whole while the user has loaded nothing (so the
+counts never move while browsing) and gone from every page, picker and saved file once they
+load anything; "Load the demo data" brings it back on request, removing everything returns to it.
+Also: whole run names, "1 run / 5 runs"."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import open_page
-from tests.app.test_uploads_sniffing import QRELS, RESULTS, upload
+from core.demo import bundle, default_names, names_of
+from core.workspace.file import load_workspace
+from core.workspace.sources import DIR_ENV, FILE_ENV
+from tests.app.conftest import APP, messages, open_page, upload
 
+DATA = Path(__file__).resolve().parents[1] / "data" / "trec_eval"
+RESULTS = (DATA / "results.test").read_bytes()
+QRELS = (DATA / "qrels.test").read_bytes()
+ROOT = Path(APP).parent
 LONG = "a run with a very long name that the sidebar must show whole, bm25+rm3 k1=0.9 b=0.4 fb=10"
+PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rerank")
+DEMO_NAMES = {name for _, name, _ in bundle()}
+#: the demo's counts in the sidebar
+DEMO_COUNTS = "Demo data: 9 runs · 2 qrels · 1 votes file · 1 candidate set."
+VOTES = b"model_a,model_b,winner\nalpha,beta,model_a\nbeta,gamma,both_bad\nalpha,gamma,model_b\ngamma,alpha,tie\n"
 
 
 def captions(at: AppTest) -> list[str]:
     return [c.value for c in at.sidebar.caption]
 
 
-def test_pluralised_counts(app):
-    assert "5 runs selected of 5." in captions(app)
-    assert any(c.startswith("5 runs · 1 qrels loaded") for c in captions(app)), captions(app)
-    app.sidebar.multiselect[0].set_value(["bm25 (float scores)"]).run()
-    assert "1 run selected of 5." in captions(app)
+def sidebar_options(at: AppTest) -> set[str]:
+    """Every dataset name a sidebar picker offers (qrels, runs, votes)."""
+    names: set[str] = set()
+    for box in (*at.sidebar.selectbox, *at.sidebar.multiselect):
+        names.update(o.split("  ·  ")[0] for o in box.options)
+    return names - {"png", "svg"}
 
 
-def _frame_script() -> None:
-    """app.py's frame around a page that loads the fusion demo, then stops."""
-    import streamlit as st
-
-    from pages.common import ui
-
-    slot = ui.sidebar()
-    try:
-        ui.ensure_demo("fusion")
-        st.stop()
-    finally:
-        ui.sidebar_counts(slot)
-
-
-def test_counts_follow_a_demo_loaded_by_the_page_even_when_it_stops():
-    at = AppTest.from_function(_frame_script, default_timeout=60)
-    at.run()
-    assert not at.exception
-    assert any(c.startswith("8 runs · 1 qrels") for c in captions(at)), captions(at)
-    assert "5 runs selected of 8." in captions(at)  # the runs the page added count on this run too
+def shown_names(at: AppTest) -> set[str]:
+    """Dataset names shown in the page's tables (the name, run and dataset columns)."""
+    names: set[str] = set()
+    for frame in at.dataframe:
+        df = frame.value
+        for column in ("name", "run"):
+            if column in getattr(df, "columns", ()):
+                names.update(map(str, df[column]))
+        index = getattr(df, "index", None)
+        if index is not None and index.name in ("run", "name"):
+            names.update(map(str, index))
+    return names
 
 
-def test_counts_follow_an_upload_and_a_removal_on_the_same_rerun(app):
-    open_page(app, "data")
-    upload(app, "Upload runs", "long.test", RESULTS.replace(b"STANDARD", LONG.replace(" ", "_").encode()))
-    assert any(c.startswith("6 runs") for c in captions(app)), captions(app)
+def assert_no_demo(at: AppTest) -> None:
+    """Nothing of the demo on the page: not in the sidebar's pickers, counts or the tables."""
+    assert not (sidebar_options(at) & DEMO_NAMES), sidebar_options(at) & DEMO_NAMES
+    assert not (shown_names(at) & DEMO_NAMES), shown_names(at) & DEMO_NAMES
+    assert not any(c.startswith("Demo data") for c in captions(at)), captions(at)
+    ws = at.session_state["workspace"]
+    assert not ws.has_demo
+
+
+def test_the_demo_is_one_bundle_selected_as_the_demo_says(app):
+    assert "5 runs selected of 9." in captions(app)
+    assert any(c.startswith(DEMO_COUNTS) for c in captions(app)), captions(app)
+    assert app.session_state["sel_runs"] == default_names("run")
+    assert app.session_state["sel_qrels"] == default_names("qrels")[0]
+    assert app.session_state["sel_votes"] == default_names("votes")[0]
+    app.sidebar.multiselect[0].set_value([default_names("run")[0]]).run()
+    assert "1 run selected of 9." in captions(app)
+
+
+def test_counts_and_selection_do_not_change_while_browsing(app):
+    first = captions(app)[:2]
+    selection = (app.session_state["sel_runs"], app.session_state["sel_qrels"], app.session_state["sel_votes"])
+    for page in (*PAGES, "home"):
+        open_page(app, page)
+        assert captions(app)[:2] == first, (page, captions(app))
+        assert (app.session_state["sel_runs"], app.session_state["sel_qrels"], app.session_state["sel_votes"]) == (
+            selection
+        )
+    upload(app, ("results.test", RESULTS), ("qrels.test", QRELS))
+    mine = captions(app)[:2]
+    assert mine == ["1 run selected of 1.", "1 run · 1 qrels loaded — manage them on the Data page."]
+    for page in PAGES:
+        open_page(app, page)
+        assert captions(app)[:2] == mine, (page, captions(app))
+
+
+def test_an_upload_takes_the_demo_off_every_page(app):
+    upload(app, ("results.test", RESULTS), ("qrels.test", QRELS))
+    ok, errors = messages(app)
+    assert not errors and len(ok) == 2
+    assert app.session_state["sel_runs"] == ["results"] and app.session_state["sel_qrels"] == "qrels"
+    for page in PAGES:
+        open_page(app, page)
+        assert_no_demo(app)
+    open_page(app, "home")
+    assert {"results"} == {str(r) for r in app.dataframe[0].value["run"]}
+    open_page(app, "fusion")
+    assert any("Fusion needs at least two runs" in i.value for i in app.info)
+    open_page(app, "leaderboard")
+    assert any("No votes loaded" in i.value for i in app.info)
+    open_page(app, "rerank")
+    assert any("No candidates loaded" in i.value for i in app.info)
+    open_page(app, "data")  # the inspector opens on the user's data, judged against their qrels
+    assert app.session_state["inspect_name"] in ("results", "qrels")
+    assert not app.warning
+
+
+def test_a_single_run_upload_selects_no_demo_qrels(app):
+    upload(app, ("results.test", RESULTS))
+    assert app.session_state["sel_qrels"] is None and app.session_state["sel_runs"] == ["results"]
+    open_page(app, "home")
+    assert_no_demo(app)
+    assert any("Select qrels" in i.value for i in app.info)
+
+
+def test_removing_every_dataset_returns_to_the_demo(app):
+    upload(app, ("results.test", RESULTS))
     app.selectbox(key="inspect_kind").set_value("run").run()
-    app.selectbox(key="inspect_name").set_value(LONG.replace(" ", "_")).run()
+    app.selectbox(key="inspect_name").set_value("results").run()
     app.button(key="do_remove").click().run()
-    assert any(c.startswith("5 runs") for c in captions(app)), captions(app)
+    assert any(c.startswith(DEMO_COUNTS) for c in captions(app)), captions(app)
+    assert app.session_state["sel_runs"] == default_names("run")
+    assert app.session_state["workspace"].showing_demo
+
+
+def test_load_the_demo_data_on_request_keeps_the_users_selection(app):
+    upload(app, ("results.test", RESULTS), ("qrels.test", QRELS))
+    app.button(key="load_demo").click().run()
+    ws = app.session_state["workspace"]
+    assert ws.has_demo and not ws.showing_demo
+    assert app.session_state["sel_runs"] == ["results"] and app.session_state["sel_qrels"] == "qrels"
+    assert sidebar_options(app) | set(ws.names("corpus")) >= DEMO_NAMES  # offered, not selected
+    assert any("Loaded the demo data" in s for s in messages(app)[0])
+    app.button(key="remove_demo").click().run()
+    assert not app.session_state["workspace"].has_demo
+    assert app.session_state["sel_runs"] == ["results"]
+
+
+def test_the_sidebars_votes_are_the_leaderboards(app):
+    upload(app, ("arena.csv", VOTES))
+    assert app.session_state["sel_votes"] == "arena"
+    open_page(app, "leaderboard")
+    assert app.session_state["lb_votes"] == "arena"
+    models = set(app.dataframe[0].value["model"])
+    assert models == {"alpha", "beta", "gamma"}
+    assert_no_demo(app)
+
+
+def test_fusion_starts_from_the_sidebar_and_follows_it(app):
+    open_page(app, "fusion")
+    assert app.session_state["fuse_runs"] == default_names("run")
+    app.button(key="fuse_demo_retrievers").click().run()
+    assert app.session_state["fuse_runs"] == names_of("fusion", "run")  # a choice made on the page stays
+    open_page(app, "home")
+    open_page(app, "fusion")
+    assert app.session_state["fuse_runs"] == names_of("fusion", "run")
+    app.sidebar.multiselect[0].set_value(default_names("run")[:2]).run()  # the sidebar changed: follow it
+    assert app.session_state["fuse_runs"] == default_names("run")[:2]
+
+
+def test_a_fused_run_of_the_demo_keeps_what_it_was_made_from(app):
+    open_page(app, "fusion")
+    app.button(key="fuse_demo_retrievers").click().run()
+    app.button(key="fuse_add").click().run()
+    ws = app.session_state["workspace"]
+    fused = [n for n in ws.names("run") if ws.entry("run", n).origin == "fusion"]
+    assert len(fused) == 1
+    assert set(ws.names("run")) == {*names_of("fusion", "run"), *fused}
+    assert ws.names("qrels") == default_names("qrels") and ws.names("votes") == []
+    assert app.session_state["sel_runs"][-1] == fused[0]
+    assert any("Added run" in s for s in messages(app)[0])
 
 
 def test_full_names_in_the_help(app):
-    open_page(app, "data")
     name = LONG.replace(" ", "_")
-    upload(app, "Upload runs", "long.test", RESULTS.replace(b"STANDARD", name.encode()))
-    app.sidebar.multiselect[0].set_value([name, "bm25 (float scores)"]).run()
+    upload(app, ("long.test", RESULTS.replace(b"STANDARD", name.encode())), ("other.test", RESULTS))
+    app.sidebar.multiselect[0].set_value([name, "other"]).run()
     help_text = app.sidebar.multiselect[0].proto.help
-    assert name.replace("_", "\\_") in help_text and "bm25 (float scores)" in help_text
+    assert name.replace("_", "\\_") in help_text and "other" in help_text
+
+
+def _saver_script() -> None:
+    """What the Data page's "Save workspace" downloads, written out as the list of its datasets."""
+    import streamlit as st
+
+    from core.workspace.file import load_workspace
+    from pages.common import links
+
+    opened = load_workspace(links.saver()())
+    st.text(repr([(e.kind, e.name, e.origin) for e in opened.workspace.chosen()]))
+    st.text(repr(opened.settings["slots"].get("sel_runs")))
+
+
+def test_a_dashboard_saved_workspace_holds_no_demo_dataset(app):
+    upload(app, ("results.test", RESULTS))
+    at = AppTest.from_function(_saver_script, default_timeout=60)
+    at.session_state["workspace"] = app.session_state["workspace"]
+    at.session_state["sel_runs"] = app.session_state["sel_runs"]
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.text[0].value == "[('run', 'results', 'upload')]"
+    assert at.text[1].value == "['results']"
+
+
+@pytest.fixture
+def cli_workspace(tmp_path: Path) -> Path:
+    """A workspace saved from the user's files by the command line, as the issue's user did."""
+    (tmp_path / "results.test").write_bytes(RESULTS)
+    (tmp_path / "qrels.test").write_bytes(QRELS)
+    out = tmp_path / "ws.ranklens.zip"
+    subprocess.run(
+        [sys.executable, "-m", "core", "workspace", "save", str(out), "--run", "results.test", "--qrels", "qrels.test"],
+        cwd=tmp_path,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        check=True,
+        capture_output=True,
+    )
+    assert [e.name for e in load_workspace(out).workspace.chosen()] == ["results", "qrels"]
+    return out
+
+
+def _walk_without_demo(at: AppTest) -> None:
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["sel_runs"] == ["results"] and at.session_state["sel_qrels"] == "qrels"
+    assert_no_demo(at)
+    assert {str(r) for r in at.dataframe[0].value["run"]} == {"results"}  # Home's summary
+    for page in PAGES:
+        open_page(at, page)
+        assert_no_demo(at)
+
+
+def test_a_cli_saved_workspace_opened_by_the_server_shows_only_its_datasets(cli_workspace, monkeypatch):
+    monkeypatch.setenv(FILE_ENV, str(cli_workspace))  # make run WORKSPACE=ws.ranklens.zip
+    monkeypatch.delenv(DIR_ENV, raising=False)
+    _walk_without_demo(AppTest.from_file(APP, default_timeout=120))
+
+
+def test_a_cli_saved_workspace_opened_by_link_shows_only_its_datasets(cli_workspace, monkeypatch):
+    monkeypatch.setenv(DIR_ENV, str(cli_workspace.parent))
+    monkeypatch.delenv(FILE_ENV, raising=False)
+    at = AppTest.from_file(APP, default_timeout=120)
+    at.query_params["workspace"] = cli_workspace.name
+    _walk_without_demo(at)
 
 
 def _selection_script() -> None:
@@ -68,7 +257,8 @@ def _selection_script() -> None:
 
     from pages.common import ui
 
-    sel = ui.selection(st.session_state.get("family", "evaluation"))
+    ui.sync_selection(ui.workspace())
+    sel = ui.selection()
     st.text(f"demo={sel.demo} runs={sel.run_names} qrels={sel.qrels.name if sel.qrels else None}")
     ui.warn_overlap(sel.runs, sel.qrels)
 
@@ -76,29 +266,18 @@ def _selection_script() -> None:
 def test_selection_is_the_demo_until_the_user_loads_something():
     at = AppTest.from_function(_selection_script, default_timeout=60)
     at.run()
-    assert at.text[0].value.startswith("demo=True runs=['bm25 (float scores)'")
-    assert "qrels=Demo qrels (graded 0-3)" in at.text[0].value
-    at.session_state["family"] = "fusion"
-    at.run()
-    assert at.text[0].value == (
-        "demo=True runs=['dense (e5)', 'sparse (bm25)', 'graph (entities)'] qrels=Demo qrels (graded 0-3)"
-    )
+    assert at.text[0].value == f"demo=True runs={default_names('run')} qrels=Demo qrels (graded 0-3)"
     assert not at.warning
 
 
 def test_selection_is_the_users_and_warns_on_no_overlap(app):
-    open_page(app, "data")
-    upload(app, "Upload runs", "results.test", RESULTS)  # queries 301-304: none in the demo qrels
+    upload(app, ("results.test", RESULTS))  # queries 301-304
+    app.button(key="load_demo").click().run()  # the demo's qrels, on request: 50 other queries
     at = AppTest.from_function(_selection_script, default_timeout=60)
-    at.session_state["workspace"] = app.session_state["workspace"]
-    at.session_state["sel_runs"] = ["results"]
+    for key in ("workspace", "sel_runs", "_sel_mode"):
+        at.session_state[key] = app.session_state[key]
     at.session_state["sel_qrels"] = "Demo qrels (graded 0-3)"
-    at.session_state["family"] = "fusion"
     at.run()
     assert at.text[0].value == "demo=False runs=['results'] qrels=Demo qrels (graded 0-3)"
     (warning,) = at.warning
     assert "shares no queries" in warning.value and "run: 4 queries, qrels: 50" in warning.value
-    at.session_state["workspace"].add("qrels", "qrels", __import__("core.io").io.read_qrels(QRELS, filename="q.test"))
-    at.session_state["sel_qrels"] = "qrels"
-    at.run()
-    assert not at.warning
