@@ -12,7 +12,8 @@ from pages.common import cache, links, ui
 tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
 #: the favicon is a local file: a Material icon here makes the browser fetch it from a web font host
 ICON = str(Path(__file__).with_name("static") / "icon.png")
-st.set_page_config(page_title="RankLens", page_icon=ICON, layout="wide", initial_sidebar_state="expanded")
+# "auto": the sidebar opens on a desktop and starts closed on a phone, where it would cover the page
+st.set_page_config(page_title="RankLens", page_icon=ICON, layout="wide", initial_sidebar_state="auto")
 
 # url_path values differ from the file stems on purpose (see STREAMLIT.md: deep links on a
 # fresh server would otherwise run a page without this frame).

@@ -13,6 +13,12 @@ from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
 from pages.common.figures import show_svg
 
+#: on a phone (Streamlit stacks columns below 640 px) the figure and its sentence come first in the
+#: first screen, the metric and order pickers under them
+PHONE_CSS = (
+    "<style>@media (max-width:640px){.st-key-home_story > div:has(.st-key-home_controls),"
+    ".st-key-home_story > .st-key-home_controls{order:1}}</style>"
+)
 #: the metrics Home's figure can show (the first is the default)
 HOME_METRICS = ["mrr@10", "ndcg@10", "map", "hits@3", "recall@10", "precision@10"]
 
@@ -27,7 +33,9 @@ st.markdown(
 chosen = ui.selection()  # the sidebar's runs and qrels: the demo's until the user loads data
 qrels, runs = chosen.qrels, list(chosen.runs)
 if qrels is not None and runs:
-    c1, c2, c3 = st.columns([1, 1, 3], vertical_alignment="bottom")
+    story_box = st.container(key="home_story")  # on a phone its controls move under the figure (PHONE_CSS)
+    story_box.html(PHONE_CSS)
+    c1, c2, c3 = story_box.container(key="home_controls").columns([1, 1, 3], vertical_alignment="bottom")
     metric_name = c1.selectbox("Metric", HOME_METRICS, key="home_metric")
     trad = c2.selectbox(
         "Traditional order",
@@ -51,8 +59,10 @@ if qrels is not None and runs:
     except RankLensError as exc:
         ui.show_error(exc, escape=True)
         st.stop()
-    show_svg(story.svg(st.context.theme.type), key="home_ties", name=f"ranklens-ties-{metric_name}")
-    st.markdown(ui.escape_markdown(story.sentence))
+    with story_box:
+        theme = st.context.theme.type
+        show_svg(story.svg(theme), key="home_ties", name=f"ranklens-ties-{metric_name}", compact=story.compact(theme))
+        st.markdown(ui.escape_markdown(story.sentence))
     ui.warn_overlap(runs, qrels)
     summary = cache.summary_long(tuple(runs), qrels, metric, (metric_name,), trad).drop(columns="metric")
     config = {

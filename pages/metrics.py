@@ -120,7 +120,8 @@ with st.spinner("Evaluating…"):
     expected = reports.named(evaluations["expected"], metrics)
     story = cache.tie_story(runs, qrels, metrics, figure_metric, trad, rel_level)
 
-show_svg(story.svg(st.context.theme.type), key="tie_range", name=f"ranklens-ties-{figure_metric}")
+theme = st.context.theme.type
+show_svg(story.svg(theme), key="tie_range", name=f"ranklens-ties-{figure_metric}", compact=story.compact(theme))
 st.markdown(ui.escape_markdown(story.sentence))
 st.caption(
     f"{reports.order_caption(trad)} Tie-aware values are the exact mean over every ordering of tied documents "

@@ -274,3 +274,42 @@ def test_the_figure_module_needs_no_plotly_for_the_svg():
     )
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "False"
+
+
+# ---- the phone layout (issue 21: legible on a 390 px screen) -----------------------------------
+def test_compact_layout_has_the_same_rows_tips_and_marks_in_360_units():
+    from core.charts.metrics import COMPACT
+
+    wide = _parse(tie_range_svg(_table(), "mrr@10", flagged=["A", "B"], order_label="trec_eval order"))
+    compact = _parse(
+        tie_range_svg(_table(), "mrr@10", flagged=["A", "B"], order_label="trec_eval order", layout=COMPACT)
+    )
+    assert compact.get("viewBox", "").startswith("0 0 360 ")
+    assert compact.get("height") is None and "height:auto" in compact.get("style", "")  # scales to the screen
+    assert [_name(r) for r in _rows(compact)] == [_name(r) for r in _rows(wide)]
+    assert [_tip(r) for r in _rows(compact)] == [_tip(r) for r in _rows(wide)]
+    assert [_tick(r) is not None for r in _rows(compact)] == [_tick(r) is not None for r in _rows(wide)]
+    for row in _rows(compact):  # each name on its own line, left-aligned above its bar
+        label = next(row.iter(f"{NS}text"))
+        bar = next(r for r in row.iter(f"{NS}rect") if r.get("fill-opacity") != "0")
+        assert label.get("text-anchor") is None and float(label.get("y", 0)) < float(bar.get("y", 0))
+    # the legend wraps inside the 360 units: no item starts past the width, several rows
+    starts = [
+        (float(m.group(1)), float(m.group(2)))
+        for g in compact.iter(f"{NS}g")
+        if (m := re.fullmatch(r"translate\(([\d.]+),([\d.]+)\)", g.get("transform", "")))
+    ]
+    assert len({y for _, y in starts}) >= 2 and all(x < 360 for x, _ in starts)
+    for t in compact.iter(f"{NS}text"):  # no text smaller than 12 units (~11.9 px at 358 px wide)
+        assert float(t.get("font-size", "13")) >= 12
+
+
+def test_compact_layout_cuts_long_names_later_than_the_wide_one():
+    from core.charts.metrics import COMPACT
+
+    long = "a-very-long-run-name-of-forty-two-characters"
+    table = _table().replace({"run": {"A": long}})
+    compact = _parse(tie_range_svg(table, "mrr@10", layout=COMPACT))
+    wide = _parse(tie_range_svg(table, "mrr@10"))
+    assert long in [_name(r) for r in _rows(compact)]
+    assert long not in [_name(r) for r in _rows(wide)]

@@ -4,8 +4,10 @@ of Home and Metrics as inline SVG (`tie_range_svg`: no Plotly on the server or i
 from __future__ import annotations
 
 import html
+import math
 import re
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -147,6 +149,31 @@ def tie_range_figure(
 _SVG_WIDTH, _SVG_NAMES, _SVG_RIGHT, _SVG_TOP, _SVG_ROW, _SVG_AXIS = 1000, 230, 24, 66, 40, 24
 #: run names longer than this are cut with "…" (the row's tooltip holds the whole name)
 _SVG_NAME_CHARS = 30
+
+
+@dataclass(frozen=True)
+class SvgLayout:
+    """Geometry of the SVG tie story, in viewBox units: ``width``; ``names`` the left column of
+    run names (0: each name on its own line above its bar); ``right`` margin; ``row`` height per
+    run; ``axis`` below the rows; ``name_chars`` before a name is cut with "…"; ``title`` font
+    size; ``scale``: whether the figure scales to its container's width (height from the
+    aspect ratio) or is drawn at 1:1 (``height`` fixed, ``width="100%"`` only clips nothing)."""
+
+    width: int
+    names: int
+    right: int
+    row: int
+    axis: int
+    name_chars: int
+    title: int
+    scale: bool
+
+
+#: the desktop layout (drawn at 1:1 in a wide page)
+WIDE = SvgLayout(_SVG_WIDTH, _SVG_NAMES, _SVG_RIGHT, _SVG_ROW, _SVG_AXIS, _SVG_NAME_CHARS, 16, scale=False)
+#: the phone layout: 360 units scaled to the screen's width (a 390 px phone draws its 12-unit
+#: text at 11-12 px), every run's name on its own line above its bar, the legend wrapped
+COMPACT = SvgLayout(360, 0, 14, 50, 24, 48, 15, scale=True)
 _SVG_FONT = "Inter, Segoe UI, Helvetica, Arial, sans-serif"
 #: characters Markdown, LaTeX or emoji shortcodes would read, written as numeric character
 #: references (the same text in SVG/HTML): pages draw the SVG through Streamlit's Markdown.
@@ -205,17 +232,21 @@ def _rgba(color: str) -> tuple[str, str]:
     return f"rgb({r},{g},{b})", a
 
 
-def _legend(items: list[tuple[str, str]], y: float, text: str) -> list[str]:
-    """The legend row: (mark's SVG at x=0, label already escaped) side by side from the left,
-    each label's width estimated from its length."""
+def _legend(items: list[tuple[str, str]], y: float, text: str, width: float = math.inf) -> tuple[list[str], float]:
+    """The legend rows: (mark's SVG at x=0, label already escaped) side by side from the left,
+    each label's width estimated from its length, wrapped onto a new 18-unit row where the next
+    item would pass ``width``. Returns (the SVG parts, the y of the last row)."""
     out, x = [], 0.0
     for mark, label in items:
+        item = 22 + 6.3 * len(html.unescape(label))
+        if x > 0 and x + item > width:
+            x, y = 0.0, y + 18
         out.append(
             f'<g transform="translate({x:.1f},{y:.1f})">{mark}'
             f'<text x="22" y="4" fill="{text}" font-size="12">{label}</text></g>'
         )
-        x += 22 + 6.3 * len(html.unescape(label)) + 24
-    return out
+        x += item + 24
+    return out, y
 
 
 def tie_range_svg(
@@ -225,41 +256,32 @@ def tie_range_svg(
     flagged: Collection[str] = (),
     order_label: str | None = None,
     theme_type: str | None = None,
+    layout: SvgLayout = WIDE,
 ) -> str:
     """`tie_range_figure` as a small inline SVG (no Plotly in the browser): per run a bar over
     the [pessimistic, optimistic] range, the tie-aware value as a diamond and the traditional
     value as a tick, runs sorted by the tie-aware value (best on top), flagged runs with a red
     `FLIP_SIGN` before their name and a red tick; the title, a legend row, an x axis with 4-6
-    round ticks and gridlines (the x range of `tie_range_figure`), run names on the left (cut
-    with "…" past `_SVG_NAME_CHARS`).
+    round ticks and gridlines (the x range of `tie_range_figure`), run names cut with "…" past
+    the layout's ``name_chars``.
 
     Same inputs as `tie_range_figure`; ``theme_type`` (``"light"``/``"dark"``, None: light)
     picks `core.charts.THEME_COLORS` for text and grid, the background stays transparent.
-    Responsive (``viewBox``, ``width="100%"``), 90 + 40 px per run high. Each run's row has a
-    native tooltip (``<title>``: run, range, tie-aware, traditional at four decimals, ``n/a``
-    for NaN, which draws no mark). Every string from the user (run names, metric, order
-    label) goes through `_svg_text`: HTML-escaped, and inert under Markdown too."""
+    ``layout``: `WIDE` (names in a left column, drawn at 1:1: ``viewBox``, ``width="100%"``, a
+    fixed height, 90 + 40 px per run) or `COMPACT` (a phone's: names above their bars, the
+    legend wrapped, scaled to the container's width). Each run's row has a native tooltip
+    (``<title>``: run, range, tie-aware, traditional at four decimals, ``n/a`` for NaN, which
+    draws no mark). Every string from the user (run names, metric, order label) goes through
+    `_svg_text`: HTML-escaped, and inert under Markdown too."""
     colors = THEME_COLORS[theme_type if theme_type in THEME_COLORS else "light"]
     runs, low, high, tied, trad = _tie_rows(table, metric, traditional)
     flags = [r in flagged for r in runs]
     x0, x1 = _x_range(low, high, trad)
-    left, right = _SVG_NAMES, _SVG_WIDTH - _SVG_RIGHT
-    bottom = _SVG_TOP + _SVG_ROW * max(len(runs), 1)
-    height = bottom + _SVG_AXIS
-
-    def x_of(value: float) -> float:
-        return left + (value - x0) / (x1 - x0) * (right - left)
+    left, right = (layout.names or 8), layout.width - layout.right
 
     range_fill, range_opacity = _rgba(RANGE_COLOR)
     title = f"{metric}: the range ties allow, per run"
     trad_name = f"traditional ({order_label})" if order_label else "traditional"
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {_SVG_WIDTH} {height}" width="100%" '
-        f'height="{height}" preserveAspectRatio="xMinYMin meet" role="img" '
-        f'aria-label="{_svg_text(f"{title}: {len(runs)} run" + ("s" if len(runs) != 1 else ""))}" '
-        f'font-family="{_SVG_FONT}" font-size="13" style="background:transparent">',
-        f'<text x="0" y="20" fill="{colors["text"]}" font-size="16" font-weight="600">{_svg_text(title)}</text>',
-    ]
     diamond = f'<polygon points="8,-7 15,0 8,7 1,0" fill="{TIE_AWARE_COLOR}" stroke="white" stroke-width="1"/>'
     legend = [
         (
@@ -277,12 +299,31 @@ def tie_range_svg(
                 _svg_text(f"{FLIP_SIGN} order differs: traditional vs tie-aware"),
             )
         )
-    parts += _legend(legend, 46, colors["text"])
+    legend_parts, legend_end = _legend(legend, 46, colors["text"], layout.width)
+    top = round(legend_end) + (_SVG_TOP - 46)
+    bottom = top + layout.row * max(len(runs), 1)
+    height = bottom + layout.axis
+    size = 'width="100%" style="height:auto;background:transparent"'
+    if not layout.scale:
+        size = f'width="100%" height="{height}" style="background:transparent"'
+
+    def x_of(value: float) -> float:
+        return left + (value - x0) / (x1 - x0) * (right - left)
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {layout.width} {height}" {size} '
+        f'preserveAspectRatio="xMinYMin meet" role="img" '
+        f'aria-label="{_svg_text(f"{title}: {len(runs)} run" + ("s" if len(runs) != 1 else ""))}" '
+        f'font-family="{_SVG_FONT}" font-size="13">',
+        f'<text x="0" y="20" fill="{colors["text"]}" font-size="{layout.title}" font-weight="600">'
+        f"{_svg_text(title)}</text>",
+        *legend_parts,
+    ]
     ticks = [t for t in _nice_ticks(x0, x1) if x0 - 1e-12 <= t <= x1 + 1e-12]
     for t in ticks:
         x = x_of(t)
         parts.append(
-            f'<line x1="{x:.1f}" y1="{_SVG_TOP}" x2="{x:.1f}" y2="{bottom}" stroke="{colors["grid"]}" stroke-width="1"/>'
+            f'<line x1="{x:.1f}" y1="{top}" x2="{x:.1f}" y2="{bottom}" stroke="{colors["grid"]}" stroke-width="1"/>'
             f'<text x="{x:.1f}" y="{bottom + 17}" fill="{colors["muted"]}" font-size="12" '
             f'text-anchor="middle">{_tick_label(t, ticks)}</text>'
         )
@@ -291,40 +332,47 @@ def tie_range_svg(
     )
     if not runs:
         parts.append(
-            f'<text x="{left}" y="{_SVG_TOP + _SVG_ROW / 2 + 4}" fill="{colors["muted"]}">'
+            f'<text x="{left}" y="{top + layout.row / 2 + 4}" fill="{colors["muted"]}">'
             f"{_svg_text(f'No run has a value for {metric}.')}</text>"
         )
     for i, (run, flag) in enumerate(zip(runs, flags, strict=True)):
-        y = _SVG_TOP + _SVG_ROW * i + _SVG_ROW / 2
-        short = run if len(run) <= _SVG_NAME_CHARS else run[: _SVG_NAME_CHARS - 1].rstrip() + "…"
+        y = top + layout.row * i + layout.row / 2
+        short = run if len(run) <= layout.name_chars else run[: layout.name_chars - 1].rstrip() + "…"
         tip = (
             f"{run} — range [{_number(low[i])}, {_number(high[i])}], tie-aware {_number(tied[i])}, "
             f"traditional {_number(trad[i])}"
             + (f" ({FLIP_SIGN} order differs: traditional vs tie-aware)" if flag else "")
         )
         sign = f'<tspan fill="{FLIP_COLOR}">{FLIP_SIGN}</tspan> ' if flag else ""
+        if layout.names:  # the name left of its bar, vertically centred
+            name = f'<text x="{left - 10}" y="{y + 4.5:.1f}" fill="{colors["text"]}" text-anchor="end">'
+        else:  # the name on its own line above the bar, which sits in the row's lower part
+            name = f'<text x="{left}" y="{y - 8:.1f}" fill="{colors["text"]}">'
+            y += 9
         row = [
             f'<g class="run"><title>{_svg_text(tip)}</title>',
-            f'<rect x="0" y="{y - _SVG_ROW / 2:.1f}" width="{right}" height="{_SVG_ROW}" fill="#000" fill-opacity="0"/>',  # the row's hover area
-            f'<text x="{left - 10}" y="{y + 4.5:.1f}" fill="{colors["text"]}" text-anchor="end">'
-            f"{sign}{_svg_text(short)}</text>",
+            f'<rect x="0" y="{top + layout.row * i:.1f}" width="{right}" height="{layout.row}" fill="#000" '
+            'fill-opacity="0"/>',  # the row's hover area
+            f"{name}{sign}{_svg_text(short)}</text>",
         ]
+        bar = 22 if layout.names else 14
         if np.isfinite(low[i]) and np.isfinite(high[i]):
             a, b = sorted((x_of(low[i]), x_of(high[i])))
             row.append(
-                f'<rect x="{a:.1f}" y="{y - 11:.1f}" width="{max(b - a, 1.0):.1f}" height="22" fill="{range_fill}" '
-                f'fill-opacity="{range_opacity}" stroke="{TIE_AWARE_COLOR}" stroke-width="1"/>'
+                f'<rect x="{a:.1f}" y="{y - bar / 2:.1f}" width="{max(b - a, 1.0):.1f}" height="{bar}" '
+                f'fill="{range_fill}" fill-opacity="{range_opacity}" stroke="{TIE_AWARE_COLOR}" stroke-width="1"/>'
             )
         if np.isfinite(trad[i]):
             x = x_of(trad[i])
             row.append(
-                f'<line x1="{x:.1f}" y1="{y - 12:.1f}" x2="{x:.1f}" y2="{y + 12:.1f}" '
+                f'<line x1="{x:.1f}" y1="{y - bar / 2 - 1:.1f}" x2="{x:.1f}" y2="{y + bar / 2 + 1:.1f}" '
                 f'stroke="{FLIP_COLOR if flag else TRADITIONAL_MARK}" stroke-width="3"/>'
             )
         if np.isfinite(tied[i]):
             x = x_of(tied[i])
+            d = 7.5 if layout.names else 6.5
             row.append(
-                f'<polygon points="{x:.1f},{y - 7.5:.1f} {x + 7.5:.1f},{y:.1f} {x:.1f},{y + 7.5:.1f} {x - 7.5:.1f},{y:.1f}" '
+                f'<polygon points="{x:.1f},{y - d:.1f} {x + d:.1f},{y:.1f} {x:.1f},{y + d:.1f} {x - d:.1f},{y:.1f}" '
                 f'fill="{TIE_AWARE_COLOR}" stroke="white" stroke-width="1"/>'
             )
         parts.append("".join(row) + "</g>")

@@ -646,10 +646,15 @@ class TieStory:
 
     svgs: dict[str, str]  # theme type -> SVG text (shared: never mutate it)
     sentence: str
+    compacts: dict[str, str]  # theme type -> the phone layout (`core.charts.metrics.COMPACT`)
 
     def svg(self, theme_type: str | None = None) -> str:
         """The figure for ``theme_type`` (``st.context.theme.type``; None or unknown: light)."""
         return self.svgs.get(theme_type or "light", self.svgs["light"])
+
+    def compact(self, theme_type: str | None = None) -> str:
+        """The figure's phone layout for ``theme_type`` (as `svg`)."""
+        return self.compacts.get(theme_type or "light", self.compacts["light"])
 
 
 @st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
@@ -664,17 +669,24 @@ def tie_story(
     """The `TieStory` of ``metric`` (one of ``metrics``' names) from the cached `policy_table`
     of ``metrics`` under `core.reports.metrics.policies_for` ``(traditional)``."""
     from core.charts import THEME_TYPES
-    from core.charts.metrics import tie_range_svg
+    from core.charts.metrics import COMPACT, WIDE, tie_range_svg
 
     policies = tuple(metric_reports.policies_for(traditional))
     table = policy_table(runs, qrels, metrics, policies, rel_level)
     flagged = metric_reports.flipped_runs(metric_reports.order_flips(table, metric, traditional))
     label = metric_reports.ORDER_CHOICES[traditional]
     svgs = {
-        kind: tie_range_svg(table, metric, traditional, flagged=flagged, order_label=label, theme_type=kind)
+        (kind, layout): tie_range_svg(
+            table, metric, traditional, flagged=flagged, order_label=label, theme_type=kind, layout=layout
+        )
         for kind in THEME_TYPES
+        for layout in (WIDE, COMPACT)
     }
-    return TieStory(svgs, metric_reports.tie_story(table, metric, traditional))
+    return TieStory(
+        {kind: svgs[kind, WIDE] for kind in THEME_TYPES},
+        metric_reports.tie_story(table, metric, traditional),
+        {kind: svgs[kind, COMPACT] for kind in THEME_TYPES},
+    )
 
 
 @st.cache_data(max_entries=32, show_spinner=False, hash_funcs=DATASETS)

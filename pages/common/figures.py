@@ -87,15 +87,28 @@ def show_figure(
     )
 
 
-def show_svg(svg: str, *, name: str, key: str) -> None:
+#: the phone layout of an inline SVG replaces the desktop one below this viewport width (px):
+#: Streamlit stacks columns there too
+COMPACT_BELOW = 640
+_SVG_CSS = (
+    "<style>.ranklens-svg svg.ranklens-compact{display:none}"
+    f"@media (max-width:{COMPACT_BELOW}px){{.ranklens-svg svg.ranklens-wide{{display:none}}"
+    ".ranklens-svg svg.ranklens-compact{display:block}}</style>"
+)
+
+
+def show_svg(svg: str, *, name: str, key: str, compact: str | None = None) -> None:
     """Draw the inline SVG ``svg`` (a pure builder's, every user string escaped) across the
     page's width in a container keyed ``key`` (CSS class ``st-key-<key>``), with a small
-    "Download SVG" button writing ``<file_stem(name)>.svg``.
+    "Download SVG" button writing ``<file_stem(name)>.svg``. ``compact``: the same figure laid
+    out for a phone, shown instead below `COMPACT_BELOW` px (CSS, no rerun): its text stays
+    legible where the desktop figure would be scaled down to a third.
 
     Streamlit's Markdown keeps the SVG as it is (``st.html`` would strip it): the body starts
     with a ``<div>`` and has no blank line, so Markdown takes all of it as one HTML block and
     reads nothing inside it."""
-    lines = "\n".join(line for line in svg.splitlines() if line.strip())
+    figures = [_tagged(svg, "ranklens-wide")] + ([_tagged(compact, "ranklens-compact"), _SVG_CSS] if compact else [])
+    lines = "\n".join(line for part in figures for line in part.splitlines() if line.strip())
     with st.container(key=key, gap="small"):
         st.markdown(f'<div class="ranklens-svg" style="line-height:0">\n{lines}\n</div>', unsafe_allow_html=True)
         st.download_button(
@@ -108,3 +121,8 @@ def show_svg(svg: str, *, name: str, key: str) -> None:
             type="tertiary",
             icon=":material/download:",
         )
+
+
+def _tagged(svg: str, css_class: str) -> str:
+    """``svg`` with ``class="<css_class>"`` on its root element."""
+    return svg.replace("<svg ", f'<svg class="{css_class}" ', 1)
