@@ -111,6 +111,8 @@ st.subheader("Provider")
 provider_kind = st.radio(
     "Provider", list(PROVIDERS), horizontal=True, key="rr_provider", format_func=lambda k: PROVIDERS[k].label
 )
+if provider_kind == "lexical":
+    st.caption(reports.LEXICAL_NOTE)
 settings: dict[str, Any] = {}
 prices = Prices()
 cache_on = True
@@ -472,11 +474,13 @@ if res.run is None:  # every query failed: no metrics, no lists; the accounting 
 reranked_run: Run = res.run
 
 # ---- metrics ------------------------------------------------------------------------------------------
+after = reranked_run.renamed(f"reranked ({res.strategy})")
+tie_aware_evaluation = None  # per-query values the "Before and after" picker is ordered by
 if q_for_metrics is not None:
     st.subheader("Metrics before and after")
-    after = reranked_run.renamed(f"reranked ({res.strategy})")
     pair = (outcome.first_stage, after)
     evaluations = cache.policy_evaluations(pair, q_for_metrics, parse_metrics(METRICS), tuple(reports.TIES_LABELS))
+    tie_aware_evaluation = evaluations["expected"]
     mframe = reports.metrics_table(evaluations, METRICS)
     st.table(mframe.set_index(["ties", "run"]))
     ui.download_csv(mframe, "rerank_metrics.csv", key="rr_dl_metrics")
@@ -491,7 +495,13 @@ if q_for_metrics is not None:
 # ---- before / after ---------------------------------------------------------------------------------
 st.subheader("Before and after")
 ok_qids = [q for q in cands_run.qids if q in res.results]
-qid = st.selectbox("Query", ok_qids, key="rr_query", format_func=lambda q: f"{q}: {cands_run.get(q).query}")
+lexical = res.provider == "lexical"
+changes = reports.showcase_order(tie_aware_evaluation, outcome.first_stage.name, after.name, ok_qids)
+labels = {c.qid: reports.showcase_label(c, cands_run.get(c.qid).query, lexical) for c in changes}
+qid = st.selectbox("Query", [c.qid for c in changes], key="rr_query", format_func=labels.__getitem__)
+showcase = reports.showcase_caption(changes, lexical)
+if showcase:
+    st.caption(ui.escape_markdown(showcase))
 qc = cands_run.get(qid)
 grades = reports.query_grades(q_for_metrics, qid)
 before = reports.ranked_passages(qc, grades)

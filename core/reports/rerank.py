@@ -1,11 +1,14 @@
 """Tables of the Rerank page: the strategy parameter forms (read from the strategy table), the
 estimate before a run and what the user confirms, the usage after it, each query's outcome and
 the call log, metrics before and after over the reranked queries, the comparison over
-strategies, and one query's list before and after."""
+strategies, and one query's list before and after: the query picker opens on the query
+reranking improved most (`showcase_order`), and `LEXICAL_NOTE` says what the offline provider
+cannot do."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -448,3 +451,116 @@ def query_sizes(cands: CandidateSet) -> list[tuple[int, float]]:
     """Per query: (candidates, mean passage length in characters), the input of
     `core.rerank.estimate`."""
     return cands.estimate_sizes()
+
+
+# ---- which query the "Before and after" view opens on ------------------------------------------
+#: The metric the "Before and after" query picker is ordered by (tie-aware: the mean over the
+#: orders of tied scores, so pointwise grades are not judged by a docid tie-break) and its label.
+SHOWCASE_METRIC = "ndcg@10"
+SHOWCASE_LABEL = "nDCG@10"
+#: decimals of a query's change as shown in the picker; the ordering uses the shown value
+CHANGE_DECIMALS = 3
+
+#: What the offline lexical provider can and cannot do (shown where it is chosen).
+LEXICAL_NOTE = (
+    "The lexical provider scores word overlap (BM25 over each passage's text), not meaning: a passage that "
+    "repeats the query's words without answering it can rise above the answer. The demo includes such lexical "
+    "traps (grade 0). An LLM reranker (the OpenAI API provider, or a compatible server) judges whether a "
+    "passage answers the query."
+)
+
+
+@dataclass(frozen=True)
+class QueryChange:
+    """One reranked query's `SHOWCASE_METRIC` before (first stage) and after reranking;
+    ``before`` and ``after`` are None when the query has no judgements."""
+
+    qid: str
+    before: float | None = None
+    after: float | None = None
+
+    @property
+    def change(self) -> float | None:
+        """``after - before`` rounded to `CHANGE_DECIMALS` (None when not judged)."""
+        if self.before is None or self.after is None:
+            return None
+        return round(self.after - self.before, CHANGE_DECIMALS) + 0.0  # + 0.0: no "-0.0"
+
+    @property
+    def worse(self) -> bool:
+        """Reranking lowered the query's metric (as shown, to `CHANGE_DECIMALS`)."""
+        change = self.change
+        return change is not None and change < 0
+
+
+def _qid_key(qid: str) -> tuple[tuple[int, int | str], ...]:
+    """Sort key of a qid: digit runs compared as numbers (``q2`` before ``q10``)."""
+    return tuple((0, int(part)) if part.isdigit() else (1, part) for part in re.findall(r"\d+|\D+", qid))
+
+
+def showcase_order(
+    evaluation: Evaluation | None,
+    first_stage: str,
+    reranked: str,
+    qids: Sequence[str],
+    metric: str = SHOWCASE_METRIC,
+) -> list[QueryChange]:
+    """The reranked ``qids`` in the order the "Before and after" picker lists them, so the view
+    opens on what reranking is for: the judged queries by their change in ``metric`` (from the
+    per-query values of runs ``first_stage`` and ``reranked`` in ``evaluation``, e.g. the
+    tie-aware evaluation of the page's metrics; it must hold ``metric``), the largest gain first,
+    equal changes (to `CHANGE_DECIMALS`) by qid (digit runs as numbers); the queries made worse
+    stay listed, last among the judged; then the unjudged queries in ``qids``' order. Without an
+    evaluation (no qrels): ``qids``' order, no change."""
+    if evaluation is None:
+        return [QueryChange(q) for q in qids]
+    row = {str(q): i for i, q in enumerate(evaluation.qids)}
+    before = evaluation.values[first_stage][metric]
+    after = evaluation.values[reranked][metric]
+    judged: list[QueryChange] = []
+    unjudged: list[QueryChange] = []
+    for q in qids:
+        i = row.get(q)
+        if i is None or not (np.isfinite(before[i]) and np.isfinite(after[i])):
+            unjudged.append(QueryChange(q))
+        else:
+            judged.append(QueryChange(q, float(before[i]), float(after[i])))
+    judged.sort(key=lambda c: (-(c.change or 0.0), _qid_key(c.qid)))
+    return judged + unjudged
+
+
+def showcase_label(change: QueryChange, query: str, lexical: bool = False) -> str:
+    """The picker's label of one query: ``qid: query``, then its change when judged, e.g.
+    ``r12: how to remove a stripped screw (+0.553 nDCG@10)``; a query made worse says so, and
+    with the ``lexical`` provider names the reason (``−0.344 nDCG@10: worse, a lexical trap``)."""
+    head = f"{change.qid}: {query}"
+    value = change.change
+    if value is None:
+        return head
+    if value > 0:
+        return f"{head} (+{value:.{CHANGE_DECIMALS}f} {SHOWCASE_LABEL})"
+    if value == 0:
+        return f"{head} ({SHOWCASE_LABEL} unchanged)"
+    why = "worse, a lexical trap" if lexical else "worse"
+    return f"{head} (−{-value:.{CHANGE_DECIMALS}f} {SHOWCASE_LABEL}: {why})"
+
+
+def showcase_caption(changes: Sequence[QueryChange], lexical: bool = False) -> str | None:
+    """The sentence under the picker: how it is ordered and how many queries improved, stayed
+    and got worse (None when no query is judged); with the ``lexical`` provider and a query made
+    worse, why."""
+    judged = [c for c in changes if c.change is not None]
+    if not judged:
+        return None
+    up = sum(1 for c in judged if (c.change or 0.0) > 0)
+    down = sum(1 for c in judged if c.worse)
+    text = (
+        f"Queries ordered by their change in {SHOWCASE_LABEL} (tie-aware), the largest gain first: "
+        f"{up:,} improved, {len(judged) - up - down:,} unchanged, {down:,} worse."
+    )
+    if lexical and down:
+        text += (
+            " The worse ones are lexical traps: BM25 ranked passages that share the query's words above the "
+            "ones that answer it."
+        )
+    return text
