@@ -7,7 +7,6 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from core.io import collapse_chunks
 from core.metrics import coverage_warnings
 from core.reports import data as reports
 from pages.common import cache, links, state, ui, uploads
@@ -164,12 +163,7 @@ if kind == "run":
     if chunk_maps:
         with st.expander("Collapse chunks to documents"):
             cm = st.selectbox("Chunk map", chunk_maps, key="collapse_map")
-            if st.button("Collapse this run", key="do_collapse"):
-                collapsed = collapse_chunks(obj, ws.get("chunkmap", cm))
-                ui.add_derived(
-                    "run", collapsed.name, collapsed, origin="derived", sources=[("run", name), ("chunkmap", cm)]
-                )
-                st.rerun()
+            st.button("Collapse this run", key="do_collapse", on_click=ui.collapse_run, args=(name, cm))
 elif kind == "qrels":
     a, b, c = st.columns(3)
     a.metric("Queries", f"{obj.n_queries:,}")

@@ -14,6 +14,7 @@ import streamlit as st
 
 from core.data import Qrels, Run
 from core.errors import RankLensError
+from core.io import collapse_chunks
 from core.workspace import MAX_DEFAULT_RUNS, Workspace, default_selection
 from core.workspace import describe as _describe
 from pages.common import cache, figures, state
@@ -204,6 +205,16 @@ def add_derived(
     extra = f" (with the demo datasets it was made from: {', '.join(kept)})" if kept else ""
     message("success", escape_markdown(f"Added {KIND_NOUNS.get(kind, (kind,))[0]} {added!r} to the workspace{extra}."))
     return added
+
+
+def collapse_run(run_name: str, chunk_map: str) -> None:
+    """``on_click`` of the Data page's "Collapse this run" (a callback, run before the page: the
+    collapsed run joins the sidebar's selection, whose widgets a page run has already drawn)."""
+    ws = workspace()
+    collapsed = collapse_chunks(ws.get("run", run_name), ws.get("chunkmap", chunk_map))
+    add_derived(
+        "run", collapsed.name, collapsed, origin="derived", sources=[("run", run_name), ("chunkmap", chunk_map)]
+    )
 
 
 def load_demo_data() -> None:

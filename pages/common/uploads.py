@@ -143,19 +143,36 @@ def candidates_builder() -> None:
     v1, v2 = st.columns([1, 2], vertical_alignment="bottom")
     depth = v1.number_input("Depth", 1, 10_000, 100, key="rr_depth", help="Candidates per query: the run's top N.")
     missing = (run_source == UPLOAD_RUN and run_file is None) or corpus_file is None or queries_file is None
-    if v2.button("Build candidates", key="rr_build", icon=":material/build:", disabled=missing) and not missing:
-        if run_file is not None:
-            first_stage: tuple[str, bytes] = (str(run_file.name), run_file.getvalue())
-        else:  # a loaded run, written as TREC (its ranked order) and read back by the same builder
-            try:
-                text = write_trec_run(ws.get("run", run_source), None) or ""
-            except RankLensError as exc:
-                text = ""
-                ui.message("error", ui.escape_markdown(str(exc)))
-            first_stage = (f"{run_source}.trec", text.encode("utf-8"))
-        if first_stage[1]:
-            add_candidates_from_run(first_stage, corpus_file, queries_file, int(depth))
-        st.rerun()  # the sidebar and the dataset list show the new candidates
+    v2.button(
+        "Build candidates",
+        key="rr_build",
+        icon=":material/build:",
+        disabled=missing,
+        on_click=build_candidates,
+        args=(run_source, run_file, corpus_file, queries_file, int(depth)),
+    )
+
+
+def build_candidates(run_source: str, run_file: Any, corpus_file: Any, queries_file: Any, depth: int) -> None:
+    """``on_click`` of "Build candidates" (a callback, run before the page: adding the candidates
+    may change the sidebar's selection, whose widgets a page run has already drawn): the first
+    stage is ``run_file``, or the loaded run ``run_source`` written as TREC (its ranked order) and
+    read back by the same builder."""
+    if corpus_file is None or queries_file is None:
+        return
+    if run_file is not None:
+        first_stage: tuple[str, bytes] = (str(run_file.name), run_file.getvalue())
+    elif run_source in ui.workspace().names("run"):
+        try:
+            text = write_trec_run(ui.workspace().get("run", run_source), None) or ""
+        except RankLensError as exc:
+            text = ""
+            ui.message("error", ui.escape_markdown(str(exc)))
+        first_stage = (f"{run_source}.trec", text.encode("utf-8"))
+    else:
+        return
+    if first_stage[1]:
+        add_candidates_from_run(first_stage, corpus_file, queries_file, depth)
 
 
 def add_candidates_from_run(run: tuple[str, bytes], corpus_file: Any, queries_file: Any, depth: int) -> None:

@@ -1,7 +1,8 @@
 """AppTest for the Fusion page, driven through app.py (navigation + shared sidebar).
 
-Until app.py registers ``pages/fusion.py`` the page file is run on its own (with the demo
-qrels selected by hand); once registered, the test goes through app.py only.
+The page's inputs start from the sidebar's runs (the demo's evaluation runs while the user has
+loaded nothing); most tests fuse the demo's three first-stage retrievers, chosen with the
+page's "Fuse the demo's three first-stage retrievers instead" button.
 """
 
 from __future__ import annotations
@@ -10,25 +11,30 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 from streamlit.testing.v1 import AppTest
 
 from core.metrics import evaluate_policies
+from tests.app.conftest import open_page, upload
 
 PAGE = "pages/fusion.py"
 ROOT = Path(__file__).resolve().parents[2]
 QRELS = "Demo qrels (graded 0-3)"
+RETRIEVERS = ["dense (e5)", "sparse (bm25)", "graph (entities)"]
 
 
-def _open() -> AppTest:
-    if PAGE in (ROOT / "app.py").read_text(encoding="utf-8"):
-        at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
-        at.run()
-        at.switch_page(PAGE)
-    else:  # not registered yet: run the page on its own
-        at = AppTest.from_file(str(ROOT / PAGE), default_timeout=60)
-        at.session_state["sel_qrels"] = QRELS
+def _open(retrievers: bool = True) -> AppTest:
+    """The Fusion page through app.py; ``retrievers``: then fusing the demo's three first-stage
+    retrievers (the page's button) instead of the sidebar's runs."""
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=60)
+    at.run()
+    at.switch_page(PAGE)
     at.run()
     assert not at.exception, [e.value for e in at.exception]
+    if retrievers:
+        at.button(key="fuse_demo_retrievers").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert at.multiselect(key="fuse_runs").value == RETRIEVERS
     return at
 
 
@@ -37,9 +43,16 @@ def _titles(at: AppTest) -> list[str]:
 
 
 def test_demo_fusion_page_end_to_end():
-    at = _open()
+    at = _open(retrievers=False)
     assert at.title[0].value == "Fusion"
-    assert at.multiselect(key="fuse_runs").value == ["dense (e5)", "sparse (bm25)", "graph (entities)"]
+    # the inputs start from the sidebar's runs: the demo's five evaluation runs
+    sidebar = at.session_state["sel_runs"]
+    assert len(sidebar) == 5 and "dense (e5)" not in sidebar
+    assert at.multiselect(key="fuse_runs").value == sidebar
+    at.button(key="fuse_demo_retrievers").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="fuse_runs").value == RETRIEVERS
+    assert not [b for b in at.button if b.key == "fuse_demo_retrievers"]  # chosen: the button leaves
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["Fused queries"] == "50"
     assert metrics["Queries with ties"].endswith("%") and int(metrics["Queries with ties"][:-1]) > 50
@@ -76,8 +89,14 @@ def test_demo_fusion_page_end_to_end():
     assert not at.exception, [e.value for e in at.exception]
     assert any("as the weight moves" in t for t in _titles(at))
     at.button(key="fuse_add").click().run()
+    assert not at.exception, [e.value for e in at.exception]
     assert any("Added" in s.value for s in at.success)
-    assert "combmnz(dense (e5),sparse (bm25))" in at.session_state["workspace"].names("run")
+    ws = at.session_state["workspace"]
+    assert "combmnz(dense (e5),sparse (bm25))" in ws.names("run")
+    # the user's first dataset drops the demo, except what the fused run was made from
+    assert ws.names("run") == ["dense (e5)", "sparse (bm25)", "combmnz(dense (e5),sparse (bm25))"]
+    assert ws.names("qrels") == [QRELS] and not ws.names("votes")
+    assert at.session_state["sel_runs"][-1] == "combmnz(dense (e5),sparse (bm25))"  # selected at once
 
 
 def test_bad_weights_show_a_readable_error():
@@ -102,7 +121,9 @@ def test_traditional_order_choice_on_the_evaluation_table():
     ws = at.session_state["workspace"]
     qrels = ws.get("qrels", at.session_state["sel_qrels"])
     inputs = evaluate_policies([ws.get("run", "dense (e5)")], qrels, ["ndcg@10"], policies=("input",))
-    assert table.loc["dense (e5)", "ndcg@10 (trad.)"] == inputs["input"].iloc[0]
+    assert table.loc["dense (e5)", "ndcg@10 (trad.)"] == pytest.approx(
+        inputs["input"].iloc[0], abs=5e-5
+    )  # shown at 4 dp
 
 
 # ---- issue 10, seed 003 (the LightRAG RRF note) -------------------------------------------------
@@ -152,25 +173,25 @@ def test_tie_order_choice_is_in_the_url_and_top_k_cuts_where_the_core_cuts():
 
 
 DUP_RUN = b"q100 Q0 d1 1 0.9 dup\nq100 Q0 d1 2 0.8 dup\nq100 Q0 d2 3 0.7 dup\n"
+OTHER_RUN = b"q100 Q0 d2 1 0.9 other\nq100 Q0 d3 2 0.8 other\n"
 
 
 def test_duplicated_docids_deduped_at_upload_and_counted_on_the_fusion_page():
-    at = _open()
-    at.switch_page("pages/data.py")
-    at.run()
-    # without the option: refused with the clear error
-    at.file_uploader[0].set_value(("dup.trec", DUP_RUN, "text/plain")).run()
+    at = _open(retrievers=False)
+    # without the option: refused with the clear error, and nothing changes (the demo stays)
+    upload(at, ("dup.trec", DUP_RUN))
     assert any("dup.trec, lines 1 and 2" in e.value for e in at.error)
     assert "dup" not in at.session_state["workspace"].names("run")
+    assert at.session_state["workspace"].showing_demo
     at.toggle(key="dedupe_runs").set_value(True).run()
-    at.file_uploader[0].set_value(("dup.trec", DUP_RUN, "text/plain")).run()
-    assert not at.exception, [e.value for e in at.exception]
+    upload(at, ("dup.trec", DUP_RUN), ("other.trec", OTHER_RUN))
     assert any("1 duplicated rows dropped" in s.value for s in at.success), [s.value for s in at.success]
-    assert len(at.session_state["workspace"].get("run", "dup")) == 2
-    at.switch_page(PAGE)
-    at.run()
-    at.multiselect(key="fuse_runs").set_value(["dense (e5)", "dup"]).run()
-    assert not at.exception, [e.value for e in at.exception]
+    ws = at.session_state["workspace"]
+    assert len(ws.get("run", "dup")) == 2
+    assert ws.names("run") == ["dup", "other"]  # the user's runs alone: the demo left
+    open_page(at, "fusion")
+    assert at.multiselect(key="fuse_runs").value == ["dup", "other"]  # the sidebar's runs: the user's
+    assert not [b for b in at.button if b.key == "fuse_demo_retrievers"]  # no demo to offer
     assert any("rows per input: dup: 1" in i.value for i in at.info), [i.value for i in at.info]
 
 

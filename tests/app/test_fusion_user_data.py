@@ -8,20 +8,21 @@ import logging
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import open_page
+from tests.app.conftest import open_page, upload
 
 RUN_X = b"q1 Q0 a 1 2.0 x\nq1 Q0 b 2 1.0 x\nq2 Q0 c 1 1.0 x\nq2 Q0 d 2 1.0 x\n"
 RUN_Y = b"q1 Q0 b 1 3.0 y\nq1 Q0 a 2 3.0 y\nq2 Q0 d 1 1.0 y\n"
 QRELS = b"q1 0 a 1\nq2 0 d 1\n"
 
 
-def upload(app: AppTest, runs: list[tuple[str, bytes]], qrels: bytes | None = None) -> None:
-    open_page(app, "data")
-    for name, data in runs:
-        app.get("file_uploader")[0].set_value((name, data, "text/plain")).run()
-    if qrels is not None:
-        app.get("file_uploader")[1].set_value(("mine.qrels", qrels, "text/plain")).run()
-    assert not app.exception, [e.value for e in app.exception]
+OTHER_QRELS = b"q7 0 a 1\nq8 0 d 1\n"  # judges queries the runs do not answer
+
+
+def load(app: AppTest, runs: list[tuple[str, bytes]], qrels: bytes) -> None:
+    """Upload the runs and the qrels through the Data page's one uploader (the content decides)."""
+    upload(app, *runs)
+    upload(app, ("mine.qrels", qrels))
+    assert not app.error, [e.value for e in app.error]
 
 
 def run_names(app: AppTest) -> list[str]:
@@ -30,12 +31,15 @@ def run_names(app: AppTest) -> list[str]:
 
 
 def test_fusion_opens_on_the_users_runs_and_qrels(app):
-    upload(app, [("x.run", RUN_X), ("y.run", RUN_Y)], QRELS)
+    load(app, [("x.run", RUN_X), ("y.run", RUN_Y)], QRELS)
     mine = run_names(app)
     assert len(mine) == 2 and set(app.session_state["sel_runs"]) == set(mine)
+    assert app.session_state["sel_qrels"] == "mine"
     open_page(app, "fusion")
     assert app.multiselect(key="fuse_runs").value == app.session_state["sel_runs"]
-    assert not any(n in app.session_state["workspace"].names("run") for n in ("dense (e5)", "sparse (bm25)"))
+    ws = app.session_state["workspace"]
+    assert ws.names("run") == mine and ws.names("qrels") == ["mine"]  # no demo dataset left
+    assert not [b for b in app.button if b.key == "fuse_demo_retrievers"]
     assert not app.warning  # the user's runs and qrels share every query
     table = app.dataframe[0].value
     fused = f"rrf({','.join(app.session_state['sel_runs'])})"
@@ -43,7 +47,8 @@ def test_fusion_opens_on_the_users_runs_and_qrels(app):
 
 
 def test_fusion_warns_with_counts_when_runs_and_qrels_share_no_queries(app):
-    upload(app, [("x.run", RUN_X), ("y.run", RUN_Y)])  # no qrels of their own: the demo qrels stay selected
+    load(app, [("x.run", RUN_X), ("y.run", RUN_Y)], OTHER_QRELS)  # qrels of other queries
+    assert app.session_state["sel_qrels"] == "mine"
     open_page(app, "fusion")
     assert app.multiselect(key="fuse_runs").value == run_names(app)
     warnings = [w.value for w in app.warning]

@@ -1,4 +1,5 @@
-"""AppTest for the Leaderboard page, driven through app.py (navigation + shared sidebar)."""
+"""AppTest for the Leaderboard page, driven through app.py (navigation + shared sidebar). Votes
+are uploaded on the Data page (its one uploader); the page starts from the sidebar's votes."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import chart_titles, open_page
+from tests.app.conftest import chart_titles, data_uploader, messages, open_page, upload
 
 PAGE = "pages/leaderboard.py"
 
@@ -60,25 +61,24 @@ def test_filters_anchor_min_votes_and_davidson(app):
 
 
 def test_upload_good_and_bad_votes(app):
-    at = _open(app)
     bad = b"model_a,model_b,winner\na,b,a\nb,c,sometimes\n"
-    at.get("file_uploader")[0].set_value(("bad.csv", bad, "text/csv")).run()
-    assert not at.exception
-    assert any("bad.csv, line 3" in e.value for e in at.error)
+    at = upload(app, ("bad.csv", bad))
+    assert any("bad.csv, line 3" in e for e in messages(at)[1]), messages(at)
+    assert at.session_state["workspace"].showing_demo  # a bad file changes nothing
+    _open(at)
+    assert at.selectbox(key="lb_votes").value == "Demo arena votes"
     good = b"model_a,model_b,winner\n" + b"a,b,a\nb,a,tie\nb,c,b\nc,a,model_b\na,c,a\nb,c,tie\n" * 5
-    at.get("file_uploader")[0].set_value(("mine.csv", good, "text/csv")).run()
-    assert not at.exception
-    assert at.selectbox(key="lb_votes").value == "mine"
+    _upload(at, "mine.csv", good)
+    assert at.selectbox(key="lb_votes").value == "mine" == at.session_state["sel_votes"]
+    assert at.selectbox(key="lb_votes").options == ["mine"]  # the user's votes alone: the demo's left
     frame = at.dataframe[0].value
     assert set(frame["model"]) == {"a", "b", "c"}
     assert any("Provisional" in i.value for i in at.info)
 
 
 def test_undefeated_and_disconnected_diagnostics(app):
-    at = _open(app)
     data = b"model_a,model_b,winner\na,b,a\na,b,a\nb,a,model_b\nc,d,c\nd,c,tie\nc,d,d\n"
-    at.get("file_uploader")[0].set_value(("odd.csv", data, "text/csv")).run()
-    assert not at.exception
+    at = _upload(app, "odd.csv", data)
     warnings = " ".join(w.value for w in at.warning)
     assert "disconnected" in warnings and "undefeated: a" in warnings
 
@@ -90,9 +90,10 @@ NO_MLE = (
 
 
 def _upload(at: AppTest, name: str, data: bytes) -> AppTest:
-    at.get("file_uploader")[0].set_value((name, data, "text/csv")).run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
+    """Upload votes on the Data page, then open the Leaderboard (which starts from them)."""
+    upload(at, (name, data))
+    assert not messages(at)[1], messages(at)
+    return _open(at)
 
 
 def _captions(at: AppTest) -> str:
@@ -100,7 +101,7 @@ def _captions(at: AppTest) -> str:
 
 
 def test_l2_choice_auto_none_ridge_and_the_penalty_used(app):
-    at = _upload(_open(app), "nomle.csv", NO_MLE)
+    at = _upload(app, "nomle.csv", NO_MLE)
     assert at.radio(key="lb_l2_mode").value == "auto"  # the default: a penalty only when needed
     assert "L2 penalty: L2 0.01 (auto: no finite maximum-likelihood ratings)." in _captions(at)
     assert not at.dataframe[0].value["ci"].str.contains("not estimable").any()
@@ -144,8 +145,8 @@ def test_scale_base_init_and_bad_values(app):
 
 
 def test_bixarena_preference_votes(app):
-    at = _open(app)
-    assert "preference" in at.get("file_uploader")[0].proto.label
+    at = open_page(app, "data")
+    assert "preference" in data_uploader(at).proto.help  # the one uploader says it reads them
     data = b"model_a,model_b,preference\n" + b"x,y,model_a\ny,z,tie\nz,x,tie (bothbad)\nx,z,model_b\ny,x,model_a\n" * 4
     _upload(at, "bix.csv", data)
     assert at.selectbox(key="lb_votes").value == "bix"
@@ -165,7 +166,9 @@ def test_table_and_interval_plot_lead_the_page(app):
     at = _open(app)
     kinds = [type(e).__name__ for e in at.main]
     # the settings are one collapsed expander; the table and the interval plot come before any tab
-    assert at.expander[1].proto.label.startswith("Settings") and not at.expander[1].proto.expanded
+    settings = [e for e in at.expander if e.proto.label.startswith("Settings")]
+    assert len(settings) == 1 and not settings[0].proto.expanded
+    assert not any("Upload" in e.proto.label for e in at.expander)  # votes come in on the Data page
     assert "Tab" in kinds and "Dataframe" in _before_tabs(kinds)
     titles = _titles(at)
     assert titles[0].startswith("Ratings with 95% sandwich intervals")  # the first figure on the page
@@ -229,7 +232,7 @@ HOSTILE = (
 
 
 def test_user_model_names_are_escaped(app):
-    at = _upload(_open(app), "hostile.csv", HOSTILE)
+    at = _upload(app, "hostile.csv", HOSTILE)
     texts = [e.value for e in (*at.warning, *at.info, *at.caption, *at.error)]
     joined = " ".join(texts)
     assert "**bold**" not in joined.replace("\\*\\*bold\\*\\*", "")  # never raw Markdown
@@ -260,7 +263,7 @@ def _sixty_models() -> bytes:
 
 
 def test_sixty_models_heatmap_labels_and_no_battle_cells(app):
-    at = _upload(_open(app), "arena60.csv", _sixty_models())
+    at = _upload(app, "arena60.csv", _sixty_models())
     assert len(at.dataframe[0].value) == 60
     spec = _chart(at, "win rate")
     no_data, values = spec["data"]
@@ -283,11 +286,18 @@ def test_a_fit_that_cannot_run_is_an_error_not_a_traceback(app, monkeypatch):
 
 
 def test_uploaded_votes_are_announced_as_a_votes_file(app):
-    at = _open(app)
     data = b"model_a,model_b,winner\nalpha,beta,model_a\nbeta,gamma,model_b\nalpha,gamma,tie\n"
-    uploader = next(u for u in at.get("file_uploader") if "vote" in u.proto.label.lower())
-    uploader.set_value(("votes.csv", data, "text/csv")).run()
-    assert not at.exception
-    texts = [s.value for s in at.success]
+    at = upload(app, ("votes.csv", data))  # the Data page's one uploader: the content says votes
+    texts = messages(at)[0]
     assert any("Loaded votes file **votes**" in t for t in texts), texts
     assert not any("votes votes" in t for t in texts)
+    _open(at)
+    assert at.selectbox(key="lb_votes").value == "votes"
+
+
+def test_without_votes_the_page_points_to_the_data_page(app):
+    at = upload(app, ("mine.trec", b"q1 Q0 d1 1 1.0 mine\n"))  # the user's run: the demo's votes left
+    _open(at)
+    assert not at.get("selectbox") or all(b.key != "lb_votes" for b in at.selectbox)
+    assert any("No votes loaded" in i.value and "preference" in i.value and "Data page" in i.value for i in at.info)
+    assert [link.proto.label for link in at.get("page_link")] == ["Data: upload votes"] and not at.dataframe

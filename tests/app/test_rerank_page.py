@@ -1,4 +1,5 @@
-"""AppTest for the Rerank page through app.py: demo corpus, lexical provider, offline."""
+"""AppTest for the Rerank page through app.py: demo corpus, lexical provider, offline. Candidates
+come in on the Data page (its one uploader, or its builder from a run, a corpus and queries)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 from streamlit.testing.v1 import AppTest
 
 from core.rerank import PROVIDERS
-from tests.app.conftest import chart_titles, open_page
+from tests.app.conftest import chart_titles, messages, open_page, upload
 
 PAGE = "pages/rerank.py"
 
@@ -131,13 +132,16 @@ def test_upload_candidates_good_and_bad(app):
         },
     ]
     data = "\n".join(json.dumps(x) for x in lines).encode()
-    at.get("file_uploader")[0].set_value(("mine.jsonl", data, "application/json")).run()
-    assert not at.exception, [e.value for e in at.exception]
-    assert any("Loaded candidate set **mine**" in s.value for s in at.success)
+    upload(at, ("mine.jsonl", data))  # the Data page's one uploader: the content says candidates
+    assert any("Loaded candidate set **mine**" in s for s in messages(at)[0]), messages(at)
+    _open(at)
     assert at.selectbox(key="rr_corpus").value == "mine"
+    assert at.selectbox(key="rr_corpus").options == ["mine"]  # the user's candidates alone: the demo left
     assert at.dataframe[0].value["queries"].tolist() == [2]
-    at.get("file_uploader")[0].set_value(("bad.jsonl", b'{"qid": "x"\n', "application/json")).run()
-    assert not at.exception and any("bad.jsonl" in e.value for e in at.error)
+    upload(at, ("bad.jsonl", b'{"qid": "x"\n'), read_as="corpus")
+    assert any("bad.jsonl" in e for e in messages(at)[1]), messages(at)
+    _open(at)  # a bad file changes nothing
+    assert at.selectbox(key="rr_corpus").options == ["mine"] and at.selectbox(key="rr_corpus").value == "mine"
 
 
 # ranksmith's candidate TSV (seed 004's header), a docid,text corpus with one over-long passage, BEIR queries
@@ -146,41 +150,51 @@ CORPUS_CSV = b"docid,text\nd1,a red fox\nd2,blue sky\nd3," + b"owl " * 100 + b"\
 QUERIES_JSONL = b'{"_id": "q1", "text": "red fox"}\n{"_id": "q2", "text": "owl"}\n{"_id": "q3", "text": "sky"}\n'
 
 
-def _build_from_run(at: AppTest, run: bytes = CANDIDATES_TSV, depth: int | None = None) -> AppTest:
-    at.file_uploader(key="rr_run_file").set_value(("cands.tsv", run, "text/tab-separated-values")).run()
+def _build_from_run(
+    at: AppTest, run: bytes | None = CANDIDATES_TSV, depth: int | None = None, then_rerank: bool = True
+) -> AppTest:
+    """Build candidates with the Data page's builder (from ``run``, or a loaded run when None),
+    then open the Rerank page (``then_rerank``)."""
+    open_page(at, "data")
+    if run is not None:
+        at.file_uploader(key="rr_run_file").set_value(("cands.tsv", run, "text/tab-separated-values")).run()
     at.file_uploader(key="rr_corpus_file").set_value(("corpus.csv", CORPUS_CSV, "text/csv")).run()
     at.file_uploader(key="rr_queries_file").set_value(("queries.jsonl", QUERIES_JSONL, "application/json")).run()
     if depth is not None:
         at.number_input(key="rr_depth").set_value(depth).run()
     at.button(key="rr_build").click().run()
     assert not at.exception, [e.value for e in at.exception]
-    return at
+    return _open(at) if then_rerank else at
 
 
 def test_candidates_from_a_run_corpus_and_queries(app):
-    at = _open(app)
+    at = open_page(app, "data")
     assert at.number_input(key="rr_depth").value == 100
     assert at.button(key="rr_build").disabled  # until the three files are there
-    _build_from_run(at, depth=1)
+    _build_from_run(at, depth=1, then_rerank=False)
     assert not at.error, [e.value for e in at.error]
     assert any("Loaded candidate set **cands**" in s.value for s in at.success)
-    assert at.selectbox(key="rr_corpus").value == "cands"
-    assert at.selectbox(key="rr_corpus").options == ["Demo rerank corpus  ·  demo", "cands"]  # nothing lost
-    est = at.dataframe[0].value
-    assert est["queries"].tolist() == [3] and est["calls"].tolist() == [3]  # depth 1: one candidate each
     # the same files and depth again: selected, not added twice
     at.button(key="rr_build").click().run()
-    assert at.selectbox(key="rr_corpus").options.count("cands") == 1
+    assert not at.exception, [e.value for e in at.exception]
     assert any("Already loaded" in s.value for s in at.success)
+    assert at.session_state["workspace"].names("corpus") == ["cands"]  # once; the demo's candidates left
+    _open(at)
+    assert at.selectbox(key="rr_corpus").value == "cands"
+    assert at.selectbox(key="rr_corpus").options == ["cands"]
+    est = at.dataframe[0].value
+    assert est["queries"].tolist() == [3] and est["calls"].tolist() == [3]  # depth 1: one candidate each
 
 
 def test_candidates_from_a_run_error_is_shown_literally_and_keeps_what_is_loaded(app):
     at = _open(app)
     before = at.selectbox(key="rr_corpus").options
     bad = b"query_id\tdocument_id\trank\nq1\td1\t1\nq1\td_*missing*_\t2\n"
-    _build_from_run(at, run=bad)
+    _build_from_run(at, run=bad, then_rerank=False)
     errors = [e.value for e in at.error]
     assert any("corpus.csv" in e and r"d\_\*missing\*\_" in e for e in errors), errors  # escaped, not Markdown
+    assert at.session_state["workspace"].showing_demo  # nothing added: the demo is still shown
+    _open(at)
     assert at.selectbox(key="rr_corpus").options == before
 
 
@@ -335,13 +349,10 @@ OWN_QRELS = b"zz1 0 a 1\nzz2 0 d 2\n"
 def test_own_candidates_and_qrels_come_first_and_no_overlap_is_warned(app):
     import json
 
-    open_page(app, "data")
-    app.get("file_uploader")[1].set_value(("own.qrels", OWN_QRELS, "text/plain")).run()
-    assert not app.exception
-    at = _open(app)
-    assert at.selectbox(key="rr_qrels").value == "Demo rerank qrels"  # demo candidates: the demo's qrels
-    at.selectbox(key="rr_qrels").set_value("own").run()  # the user's qrels on the demo candidates
-    assert any("share no queries with qrels 'own'" in w.value for w in at.warning)
+    upload(app, ("own.qrels", OWN_QRELS))
+    at = _open(app)  # the user's qrels alone: no candidates (the demo's left with the demo)
+    assert not at.get("selectbox") or all(b.key != "rr_corpus" for b in at.selectbox)
+    assert any("No candidates loaded" in i.value and "Data page" in i.value for i in at.info)
     lines = [
         {
             "qid": "zz1",
@@ -352,14 +363,25 @@ def test_own_candidates_and_qrels_come_first_and_no_overlap_is_warned(app):
         {"qid": "zz8", "query": "sky", "candidates": [{"docid": "e", "text": "blue sky"}, {"docid": "f", "text": "y"}]},
     ]
     data = "\n".join(json.dumps(x) for x in lines).encode()
-    at.get("file_uploader")[0].set_value(("mine.jsonl", data, "application/json")).run()
+    upload(at, ("mine.jsonl", data))
+    _open(at)
     assert at.selectbox(key="rr_corpus").value == "mine"
-    assert at.selectbox(key="rr_qrels").value == "own"
+    assert at.selectbox(key="rr_qrels").value == "own"  # the sidebar's qrels
     assert not any("share no queries" in w.value for w in at.warning)
     assert any("share only 1 of their 3 queries" in w.value for w in at.warning)
     at.button(key="rr_run").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert any(c.value == "3 queries reranked; metrics over the 1 of them with judgements." for c in at.caption)
+    # the demo loaded on request beside the user's data: the user's qrels on the demo candidates
+    # share no queries, and say so
+    open_page(at, "data")
+    at.button(key="load_demo").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    _open(at)
+    assert at.selectbox(key="rr_corpus").value == "mine"  # the user's candidates stay chosen
+    at.selectbox(key="rr_corpus").set_value("Demo rerank corpus").run()
+    at.selectbox(key="rr_qrels").set_value("own").run()
+    assert any("share no queries with qrels 'own'" in w.value for w in at.warning)
 
 
 def test_hostile_candidate_uploads_show_an_error_not_a_traceback(app):
@@ -377,10 +399,11 @@ def test_hostile_candidate_uploads_show_an_error_not_a_traceback(app):
         ("nan.jsonl", nan, "non-finite score"),
         ("obj.jsonl", obj, "'text' is an object"),
     ):
-        at.get("file_uploader")[0].set_value((name, data, "application/json")).run()
-        assert not at.exception, [e.value for e in at.exception]
-        errors = [e.value for e in at.error]
+        upload(at, (name, data))
+        errors = messages(at)[1]
         assert any(name in e and "line 1" in e and needle in e for e in errors), errors
+        assert at.session_state["workspace"].showing_demo  # nothing added
+        _open(at)
         assert at.selectbox(key="rr_corpus").options == ["Demo rerank corpus  ·  demo"]  # nothing lost or added
 
 
@@ -388,18 +411,14 @@ OWN_RUN = b"q1 Q0 d2 1 2.0 bm25\nq1 Q0 d1 2 1.0 bm25\nq2 Q0 d3 1 3.0 bm25\nq2 Q0
 
 
 def test_candidates_from_a_loaded_run_of_the_user(app):
-    open_page(app, "data")
-    app.get("file_uploader")[0].set_value(("firststage.trec", OWN_RUN, "text/plain")).run()
-    assert not app.exception
-    at = _open(app)
+    at = upload(app, ("firststage.trec", OWN_RUN))
     source = at.selectbox(key="rr_run_source")
     run_name = source.value
     assert run_name != "(upload a run file)" and source.options[-1] == "(upload a run file)"
-    at.file_uploader(key="rr_corpus_file").set_value(("corpus.csv", CORPUS_CSV, "text/csv")).run()
-    at.file_uploader(key="rr_queries_file").set_value(("queries.jsonl", QUERIES_JSONL, "application/json")).run()
-    at.button(key="rr_build").click().run()
-    assert not at.exception, [e.value for e in at.exception]
+    assert not [u for u in at.get("file_uploader") if u.key == "rr_run_file"]  # a loaded run: no run uploader
+    _build_from_run(at, run=None, then_rerank=False)
     assert not at.error, [e.value for e in at.error]
+    _open(at)
     assert at.selectbox(key="rr_corpus").value == run_name  # the user's candidates are selected
     assert at.dataframe[0].value["queries"].tolist() == [3]
     at.button(key="rr_run").click().run()
@@ -561,7 +580,12 @@ def test_reranked_run_joins_the_workspace_with_every_query(app):
     at.button(key="rr_add").click().run()
     assert not at.exception, [e.value for e in at.exception]
     ws = at.session_state["workspace"]
-    assert "reranked (rankgpt)" in ws.names("run")
+    assert ws.names("run") == ["reranked (rankgpt)"]  # the demo's runs left with the demo
     assert ws.names("run", origin="rerank") == ["reranked (rankgpt)"]
+    # what it was made from stays: the demo candidates and the qrels it was scored with
+    assert ws.names("corpus") == ["Demo rerank corpus"] and ws.names("qrels") == ["Demo rerank qrels"]
+    assert not ws.names("votes")
+    assert at.session_state["sel_runs"] == ["reranked (rankgpt)"]  # selected in the sidebar at once
+    assert any("Added run 'reranked (rankgpt)'" in s.value for s in at.success), [s.value for s in at.success]
     run = ws.get("run", "reranked (rankgpt)")
     assert run.name == "reranked (rankgpt)" and run.n_queries == 3

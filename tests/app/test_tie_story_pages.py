@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import open_page, svg_bodies, svg_rows, svg_texts, tie_svg
+from tests.app.conftest import messages, open_page, svg_bodies, svg_rows, svg_texts, tie_svg, upload
 
 #: A ranks its relevant z first by trec_eval's docid-descending tie-break (RR 1) inside a
 #: three-way tie (tie-aware (1 + 1/2 + 1/3) / 3 = 0.6111); B's relevant a comes second in a
@@ -15,13 +15,13 @@ RUN_B = b"q1 Q0 a 1 1.0 B\nq1 Q0 b 2 1.0 B\n"
 QRELS = b"q1 0 z 1\nq1 0 a 1\n"
 
 
-def upload(app: AppTest, runs: list[tuple[str, bytes]], qrels: tuple[str, bytes] | None) -> AppTest:
-    open_page(app, "data")
-    for name, data in runs:
-        app.get("file_uploader")[0].set_value((name, data, "text/plain")).run()
+def load(app: AppTest, runs: list[tuple[str, bytes]], qrels: tuple[str, bytes] | None) -> AppTest:
+    """The runs, then the qrels, through the Data page's one uploader (the content decides)."""
+    if runs:
+        upload(app, *runs)
     if qrels is not None:
-        app.get("file_uploader")[1].set_value((qrels[0], qrels[1], "text/plain")).run()
-    assert not app.exception, [e.value for e in app.exception]
+        upload(app, qrels)
+    assert not messages(app)[1], messages(app)
     return app
 
 
@@ -76,7 +76,7 @@ def test_home_opens_with_the_tie_figure(app):
 
 
 def test_home_flags_runs_whose_order_flips_and_says_so(app):
-    upload(app, [("a.run", RUN_A), ("b.run", RUN_B)], ("flip.qrels", QRELS))
+    load(app, [("a.run", RUN_A), ("b.run", RUN_B)], ("flip.qrels", QRELS))
     app.switch_page("pages/home.py")
     app.run()
     assert not app.exception, [e.value for e in app.exception]
@@ -141,7 +141,7 @@ def test_metrics_unknown_names_all_reported_and_the_page_goes_on(app):
 
 
 def test_significance_one_run_is_one_sentence(app):
-    upload(app, [("a.run", RUN_A)], ("flip.qrels", QRELS))
+    load(app, [("a.run", RUN_A)], ("flip.qrels", QRELS))
     open_page(app, "metrics")
     assert app.session_state["sel_runs"] == ["A"]
     app.session_state["view"] = "Significance"
@@ -171,7 +171,10 @@ def test_significance_all_pairs_ranx_style_with_holm(app):
 
 
 def test_home_and_metrics_warn_when_a_run_shares_no_queries_with_the_qrels(app):
-    upload(app, [("a.run", RUN_A)], None)  # the demo qrels stay selected: A's q1 is not in them
+    load(app, [("a.run", RUN_A)], None)
+    assert app.session_state["sel_qrels"] is None  # the user's run alone: no demo qrels to score it with
+    load(app, [], ("other.qrels", b"q7 0 z 1\nq8 0 a 1\n"))  # qrels of other queries: A's q1 is not in them
+    assert app.session_state["sel_qrels"] == "other" and app.session_state["sel_runs"] == ["A"]
     for page in ("home", "metrics"):
         open_page(app, page)
         warnings = [w.value for w in app.warning]
