@@ -105,3 +105,20 @@ def with_bands(frame: pd.DataFrame) -> pd.DataFrame:
         labels = [band(str(column), v) or "" for v in frame[column].tolist()]
         out.insert(out.columns.get_loc(column) + 1, f"{column} band", labels)
     return out
+
+
+#: how each scale is named where the bands are explained
+_SCALE_NAMES = {"mrr": "MRR / MTRR", "recall@10": "Recall@10", "answer_f1": "answer F1"}
+
+
+def bands_help(scales: tuple[str, ...] = ("mrr", "recall@10")) -> str:
+    """One sentence explaining the ``band`` column: whose bands they are and each scale's lower
+    bounds, e.g. ``MRR / MTRR: Excellent ≥ 0.90, Good ≥ 0.70, ...``."""
+    parts = [
+        f"{_SCALE_NAMES[s]}: " + ", ".join(f"{b.label} ≥ {b.low:.2f}" for b in BANDS[s] if b.low > 0) + ", else Poor"
+        for s in scales
+    ]
+    return (
+        "The hybrid-RAG report's interpretation bands of the tie-aware value (seed 001; '(trad.: …)' when the "
+        "traditional value falls in another band); only MRR and Recall@10 have them. " + "; ".join(parts) + "."
+    )

@@ -17,6 +17,9 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
+#: permutations of the randomisation test, everywhere it runs (the dashboard, the CLI, exports)
+PERMUTATIONS = 10_000
+
 
 def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     """Two-sided p-value of the paired t-test; 1.0 when all differences are equal."""
@@ -28,7 +31,7 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
     return float(sps.ttest_rel(a, b).pvalue)
 
 
-def randomisation_test(a: np.ndarray, b: np.ndarray, n_permutations: int = 10_000, seed: int = 0) -> float:
+def randomisation_test(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 0) -> float:
     """Two-sided Fisher randomisation test of the mean paired difference."""
     diff = np.asarray(a, float) - np.asarray(b, float)
     if len(diff) == 0:
@@ -53,7 +56,7 @@ def compare_runs(
     *,
     baseline: str | None = None,
     test: str = "randomisation",
-    n_permutations: int = 10_000,
+    n_permutations: int = PERMUTATIONS,
     seed: int = 0,
 ) -> pd.DataFrame:
     """p-values for every pair of runs (or every run against ``baseline``) and metric.
@@ -224,7 +227,7 @@ def all_pairs(
     test: str = "randomisation",
     correction: str = "holm",
     alpha: float = 0.05,
-    n_permutations: int = 10_000,
+    n_permutations: int = PERMUTATIONS,
     seed: int = 0,
 ) -> PairwiseTests:
     """Every pair of runs of ``per_query`` (`Evaluation.per_query`: columns run, qid,

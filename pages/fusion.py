@@ -13,7 +13,7 @@ from core.fusion import METHODS, NORMS, RANK_METHODS, TIE_ORDERS, FusionParams
 from core.io import write_trec_run
 from core.metrics import parse_metrics
 from core.reports import fusion as reports
-from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption
+from core.reports.metrics import ORDER_CHOICES, ORDER_HELP, order_caption, rounded
 from core.ties import TRADITIONAL_ORDERS
 from pages.common import cache, state, ui
 from pages.common.figures import show_figure
@@ -219,7 +219,7 @@ if qrels is not None and metric_names:
     out = cache.fusion_evaluation((*runs, fused), qrels, tuple(metrics), trad)
     config = {name: st.column_config.NumberColumn(format="%.4f") for name in out.columns}
     config["queries with ties"] = st.column_config.NumberColumn(format="percent")
-    st.dataframe(out, width="stretch", placeholder="—", column_config=config)
+    st.dataframe(rounded(out), width="stretch", placeholder="—", column_config=config)  # never "-0.0000"
     ui.download_csv(out.reset_index(), "fusion_evaluation.csv", key="dl-fuse-eval")
     st.caption(
         f"{order_caption(trad)} Tie-aware: exact expectation over all orderings of tied documents. "

@@ -3,9 +3,12 @@ RankLens does, why ties matter and what is loaded."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import streamlit as st
 
+from core.bands import bands_help
 from core.errors import RankLensError
 from core.metrics import parse_metrics
 from core.reports import metrics as reports
@@ -65,10 +68,11 @@ if qrels is not None and runs:
         st.markdown(ui.escape_markdown(story.sentence))
     ui.warn_overlap(runs, qrels)
     summary = cache.summary_long(tuple(runs), qrels, metric, (metric_name,), trad).drop(columns="metric")
-    config = {
+    config: dict[str, Any] = {
         name: st.column_config.NumberColumn(format="%.4f", help=reports.SUMMARY_HELP[name])
         for name in reports.SUMMARY_NUMBERS
     }
+    config["band"] = st.column_config.TextColumn(help=bands_help())
     st.dataframe(reports.rounded(summary), hide_index=True, width="stretch", column_config=config, placeholder="—")
     st.caption(
         f"{reports.order_caption(trad)} Low / high: relevant documents last / first inside every tie group. "
@@ -87,7 +91,8 @@ with left:
         "- **traditional**: one fixed tie-break — trec_eval's order (score, then docid descending) by default, "
         "or the input order (the G-RAG notebook's) or the file's rank column,\n"
         "- **tie-aware**: the exact mean over every ordering of the tied documents — G-RAG's "
-        "MTRR and TMHits@K, and the same idea for nDCG, MAP, Precision and Recall, computed in closed form,\n"
+        "MTRR (mean tie-aware reciprocal rank) and TMHits@K (tie-aware mean Hits@K), and the same idea for nDCG, "
+        "MAP, Precision and Recall, computed in closed form,\n"
         "- the **pessimistic / optimistic** range (low / high): relevant documents last / first inside every "
         "tie group."
     )

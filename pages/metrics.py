@@ -8,6 +8,7 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
+from core.bands import bands_help
 from core.charts.metrics import (
     gap_histogram,
     gap_vs_tie_size,
@@ -56,6 +57,7 @@ def show_summary(summary: pd.DataFrame, key: str) -> None:
         for name in reports.SUMMARY_NUMBERS
     }
     config["#"] = st.column_config.TextColumn(width="small", help="The run's letter (significance).")
+    config["band"] = st.column_config.TextColumn(help=bands_help())
     config["better than"] = st.column_config.TextColumn(
         help="Letters of the runs this tie-aware value is significantly better than (ranx style)."
     )
@@ -125,7 +127,8 @@ show_svg(story.svg(theme), key="tie_range", name=f"ranklens-ties-{figure_metric}
 st.markdown(ui.escape_markdown(story.sentence))
 st.caption(
     f"{reports.order_caption(trad)} Tie-aware values are the exact mean over every ordering of tied documents "
-    "(MTRR / TMHits@K and their nDCG, MAP, P, R counterparts); the range runs from relevant-last (pessimistic, "
+    "(MTRR, the mean tie-aware reciprocal rank; TMHits@K, the tie-aware mean Hits@K; and their nDCG, MAP, P, R "
+    "counterparts); the range runs from relevant-last (pessimistic, "
     "low) to relevant-first (optimistic, high)."
 )
 ui.warn_overlap(runs, qrels)
@@ -248,7 +251,7 @@ if chunk_map_name != NO_CHUNK_MAP:
 detail = reports.detail_table(table, trad)
 with st.expander("Detailed table", expanded=False):
     config = dict.fromkeys(detail.columns[2:], FOUR_DECIMALS)
-    st.dataframe(detail, hide_index=True, width="stretch", column_config=config, placeholder="—")
+    st.dataframe(reports.rounded(detail), hide_index=True, width="stretch", column_config=config, placeholder="—")
     ui.download_csv(detail, "ranklens-metrics.csv", key="dl-metrics")
     ui.download_csv(
         lambda: expected.per_query,
@@ -294,12 +297,12 @@ def show_tie_report() -> None:
     summary = reports.tie_report_summary(report)
     config = dict.fromkeys(summary.columns[2:], FOUR_DECIMALS) | {"queries with ties": PERCENT}
     config.pop("tie-aware metric")
-    st.dataframe(summary, hide_index=True, width="stretch", column_config=config, placeholder="—")
+    st.dataframe(reports.rounded(summary), hide_index=True, width="stretch", column_config=config, placeholder="—")
     ui.download_csv(summary, "ranklens-tie-report.csv", key="dl-tie-report")
     st.markdown("**Tie statistics** (the evaluation queries; a tie is a group of two or more equal scores)")
     facts = reports.tie_report_runs(report)
     config = {"share with ties": PERCENT, "tie groups per query": FOUR_DECIMALS, "mean tie ratio": FOUR_DECIMALS}
-    st.dataframe(facts, hide_index=True, width="stretch", column_config=config, placeholder="—")
+    st.dataframe(reports.rounded(facts), hide_index=True, width="stretch", column_config=config, placeholder="—")
     with st.expander("Queries with ties (most orderings first)"):
         queries = reports.tie_report_queries(report)
         st.dataframe(queries, hide_index=True, width="stretch", placeholder="—")
@@ -331,7 +334,12 @@ def show_query() -> None:
         format_func=lambda q: f"{q}  (|ΔRR| = {gaps.loc[q, 'gap']:.3f})",
     )
     report = cache.query_report(run, qrels, str(qid), metrics, rel_level, trad)
-    st.dataframe(report.values, width="stretch", column_config=dict.fromkeys(names, FOUR_DECIMALS), placeholder="—")
+    st.dataframe(
+        reports.rounded(report.values),
+        width="stretch",
+        column_config=dict.fromkeys(names, FOUR_DECIMALS),
+        placeholder="—",
+    )
     st.caption(
         f"{reports.order_caption(trad)} The list below is in that order. Shaded rows share a score (a tie group); "
         "relevance is the qrels grade (– = unjudged)."

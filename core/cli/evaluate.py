@@ -299,11 +299,12 @@ def run_export(args: argparse.Namespace) -> int:
     """``--format markdown|latex``: `core.reports.export.metrics_markdown` / `metrics_latex`
     of the runs: the traditional value under ``--ties`` when it is a traditional order (else
     trec_eval's), the tie-aware value and its range; with two runs or more, `core.stats.all_pairs`
-    (randomisation, 10,000 permutations, seed 0, Holm, alpha 0.05) on the
+    (randomisation, `core.stats.PERMUTATIONS` permutations as on the Metrics page, seed 0, Holm,
+    alpha 0.05) on the
     tie-aware per-query values gives the superscript letters."""
     from core.metrics import evaluate_policies, parse_metrics
     from core.reports import export
-    from core.stats import all_pairs
+    from core.stats import PERMUTATIONS, all_pairs
 
     qrels = _qrels(args)
     runs = _runs(args)
@@ -316,7 +317,13 @@ def run_export(args: argparse.Namespace) -> int:
         print(f"warning: {note}", file=sys.stderr)
     significance = (
         all_pairs(
-            tied.per_query, names, test="randomisation", correction="holm", alpha=0.05, n_permutations=10_000, seed=0
+            tied.per_query,
+            names,
+            test="randomisation",
+            correction="holm",
+            alpha=0.05,
+            n_permutations=PERMUTATIONS,
+            seed=0,
         )
         if len(runs) > 1
         else None

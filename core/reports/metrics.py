@@ -89,7 +89,8 @@ SUMMARY_NUMBERS: tuple[str, ...] = ("traditional", "tie-aware", "low", "high", "
 #: what each of them means (column help on the pages)
 SUMMARY_HELP: dict[str, str] = {
     "traditional": "One fixed tie-break (the traditional order chosen above).",
-    "tie-aware": "The exact mean over every ordering of the tied documents.",
+    "tie-aware": "The exact mean over every ordering of the tied documents: for MRR the MTRR (mean tie-aware "
+    "reciprocal rank), for Hits@K the TMHits@K (tie-aware mean Hits@K), likewise for nDCG, MAP, P and R.",
     "low": "Pessimistic: relevant documents last inside every tie group.",
     "high": "Optimistic: relevant documents first inside every tie group.",
     "Δ": "tie-aware − traditional.",

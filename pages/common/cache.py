@@ -40,6 +40,7 @@ from core.metrics import Evaluation, Metric, plain_metrics
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
 from core.runtime import freeze_heap
+from core.stats import PERMUTATIONS
 
 # The capabilities one page needs are imported by its wrappers on first use (the Home page's
 # first render does not wait for Bradley-Terry, fusion, chunk or answer code, nor scipy).
@@ -316,9 +317,10 @@ def pairwise(
     rel_level: int,
     test: str,
     correction: str,
-    n_permutations: int = 5000,
+    n_permutations: int = PERMUTATIONS,
 ) -> PairwiseTests:
-    """`core.stats.all_pairs` on the tie-aware (``expected``) per-query values, seed 0, α 0.05."""
+    """`core.stats.all_pairs` on the tie-aware (``expected``) per-query values, seed 0, α 0.05,
+    `core.stats.PERMUTATIONS` permutations (as the CLI and its exports)."""
     expected = metric_reports.named(
         policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
     )

@@ -13,8 +13,8 @@
 - Inline SVG (`show_svg`, the tie story of Home and Metrics): drawn without Plotly's 4.7 MB
   browser chunk, through Streamlit's Markdown with HTML allowed, because ``st.html``'s sanitizer
   (DOMPurify with the HTML profile only) removes ``<svg>`` and everything in it; the builder
-  escapes every user string (`core.charts.metrics.tie_range_svg`). A "Download SVG" button
-  saves the same file.
+  escapes every user string (`core.charts.metrics.tie_range_svg`). Its download button follows
+  the same PNG / SVG choice (the PNG drawn by `core.charts.raster.svg_to_png`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 
-from core.charts import themed
+from core.charts import THEME_COLORS, themed
 from pages.common import state
 
 if TYPE_CHECKING:  # Home draws no Plotly figure: it imports this module without Plotly
@@ -100,9 +100,11 @@ _SVG_CSS = (
 def show_svg(svg: str, *, name: str, key: str, compact: str | None = None) -> None:
     """Draw the inline SVG ``svg`` (a pure builder's, every user string escaped) across the
     page's width in a container keyed ``key`` (CSS class ``st-key-<key>``), with a small
-    "Download SVG" button writing ``<file_stem(name)>.svg``. ``compact``: the same figure laid
-    out for a phone, shown instead below `COMPACT_BELOW` px (CSS, no rerun): its text stays
-    legible where the desktop figure would be scaled down to a third.
+    download button in the sidebar's figure format like every chart's toolbar
+    (`image_format_picker`): ``<file_stem(name)>.png`` (`core.charts.raster.svg_to_png` at
+    twice the size, on the theme's background, built on click) or ``.svg``. ``compact``: the
+    same figure laid out for a phone, shown instead below `COMPACT_BELOW` px (CSS, no rerun):
+    its text stays legible where the desktop figure would be scaled down to a third.
 
     Streamlit's Markdown keeps the SVG as it is (``st.html`` would strip it): the body starts
     with a ``<div>`` and has no blank line, so Markdown takes all of it as one HTML block and
@@ -111,16 +113,24 @@ def show_svg(svg: str, *, name: str, key: str, compact: str | None = None) -> No
     lines = "\n".join(line for part in figures for line in part.splitlines() if line.strip())
     with st.container(key=key, gap="small"):
         st.markdown(f'<div class="ranklens-svg" style="line-height:0">\n{lines}\n</div>', unsafe_allow_html=True)
+        image_format = state.FIG_FORMAT.get() or "png"
+        background = THEME_COLORS.get(st.context.theme.type or "light", THEME_COLORS["light"])["background"]
         st.download_button(
-            "Download SVG",
-            data=svg,
-            file_name=f"{file_stem(name)}.svg",
-            mime="image/svg+xml",
-            key=f"{key}_svg",
+            f"Download {IMAGE_FORMATS[image_format]}",
+            data=(lambda: _png(svg, background)) if image_format == "png" else svg,
+            file_name=f"{file_stem(name)}.{image_format}",
+            mime="image/png" if image_format == "png" else "image/svg+xml",
+            key=f"{key}_download",
             on_click="ignore",
             type="tertiary",
             icon=":material/download:",
         )
+
+
+def _png(svg: str, background: str) -> bytes:
+    from core.charts.raster import svg_to_png
+
+    return svg_to_png(svg, scale=2, background=background)
 
 
 def _tagged(svg: str, css_class: str) -> str:

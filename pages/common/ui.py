@@ -330,9 +330,9 @@ def counts_caption(ws: Workspace) -> str:
 
 #: the sidebar's multiselect shows each run's whole name, wrapped, instead of cutting it
 _WRAP_CSS = """<style>
-section[data-testid="stSidebar"] [data-baseweb="tag"] {max-width: 100%; height: auto;}
-section[data-testid="stSidebar"] [data-baseweb="tag"] span {white-space: normal; overflow: visible;
-  text-overflow: clip; overflow-wrap: anywhere;}
+section[data-testid="stSidebar"] [data-tag] {max-width: 100%; height: auto;}
+section[data-testid="stSidebar"] [data-tag] span[title] {white-space: normal; overflow: visible;
+  text-overflow: clip; overflow-wrap: anywhere; max-width: none;}
 </style>"""
 
 

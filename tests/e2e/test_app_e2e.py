@@ -97,7 +97,7 @@ def assert_tie_figure_above_the_fold(page, name: str) -> None:
     page.screenshot(path=str(ARTIFACTS_DIR / f"{name}-1440x900.png"))  # the viewport only: what a user sees first
 
 
-def test_home_on_demo_data(app_server, page, goto, screenshot):
+def test_home_on_demo_data(app_server, page, goto, wait_for_app, screenshot):
     page.set_viewport_size(FOLD)
     scripts: list[str] = []
     page.on("request", lambda request: scripts.append(request.url) if request.resource_type == "script" else None)
@@ -109,9 +109,18 @@ def test_home_on_demo_data(app_server, page, goto, screenshot):
     assert_tie_figure_above_the_fold(page, "home")
     expect(page.get_by_test_id("stPlotlyChart")).to_have_count(0)
     assert not [u for u in scripts if "Plotly" in u], "Home needs no Plotly in the browser"
-    expect(page.get_by_role("button", name="Download SVG")).to_be_visible()
     expect(page.get_by_test_id("stMain")).to_contain_text(re.compile(r"On mrr@10, .*\d\.\d{4}"))
     screenshot(page, "home")
+    # the tie story downloads in the sidebar's figure format, like every chart's toolbar (issue 21)
+    with page.expect_download() as png:
+        page.get_by_role("button", name="Download PNG").click()
+    assert png.value.suggested_filename == "ranklens-ties-mrr-10.png"
+    assert Path(png.value.path()).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page.get_by_test_id("stSidebar").get_by_test_id("stButtonGroup").get_by_text("SVG", exact=True).click()
+    wait_for_app(page)
+    with page.expect_download() as svg:
+        page.get_by_role("button", name="Download SVG").click()  # the button follows the sidebar's choice
+    assert b"<svg" in Path(svg.value.path()).read_bytes()[:200]
 
 
 def test_metrics_opens_with_the_tie_figure_above_the_fold(app_server, page, goto, wait_for_app, screenshot):

@@ -97,3 +97,22 @@ def test_phone_first_screen(page, app_server, goto):
     assert sizes and min(sizes) >= 10, sizes
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "home-phone-390x844.png"))  # the first screen only
+
+
+#: what a 1440 px screen must show whole: selected chips and the values of the pickers
+_CUT = """root => Array.from(root.querySelectorAll('[data-tag] span[title], input[role=combobox]'))
+    .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+    .map(e => e.title || e.value)"""
+
+
+def test_no_truncated_labels_at_1440(page, app_server, goto, wait_for_app):
+    """Every page on the demo at 1440x900: no chip or picker value cut (issue 21, e.g. the
+    Leaderboard's "Demo arena votes · den")."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    goto(page, app_server)
+    for title in PAGES:
+        if title != "Home":
+            page.get_by_test_id("stSidebarNavLink").filter(has=page.get_by_text(title, exact=True)).click()
+            wait_for_app(page)
+        cut = page.locator("body").evaluate(_CUT)
+        assert not cut, (title, cut)
