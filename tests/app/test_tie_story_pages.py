@@ -66,6 +66,8 @@ def test_home_opens_with_the_tie_figure(app):
     assert ("⇅ order differs: traditional vs tie-aware" in texts) == flagged
     assert float(svg.get("height", "0")) <= 420  # room above the fold for the title and controls
     assert svg.get("width") == "100%" and svg.get("viewBox")
+    assert "Download PNG" in [b.label for b in app.get("download_button")]  # the sidebar's format (PNG default)
+    app.segmented_control(key="fig_image_format").set_value("svg").run()
     assert "Download SVG" in [b.label for b in app.get("download_button")]
     # the sentence under it, computed from the data
     assert any(m.value.startswith("On mrr@10, ") for m in app.markdown)
