@@ -104,7 +104,11 @@ with right:
     else:
         st.dataframe(loaded, hide_index=True, width="stretch", placeholder="—")
     st.subheader("Start here")
-    st.page_link("pages/data.py", label="Data — upload runs, qrels, answers or chunk maps", icon=":material/upload:")
+    st.page_link(
+        "pages/data.py",
+        label="Data — load runs, qrels, votes, answers, chunk maps, rerank candidates or a workspace",
+        icon=":material/upload:",
+    )
     st.page_link(
         "pages/metrics.py", label="Metrics — traditional vs tie-aware, with tie ranges", icon=":material/analytics:"
     )
@@ -118,7 +122,7 @@ with right:
         "pages/rerank.py", label="Rerank — LLM rerankers (or offline BM25), calls and cost", icon=":material/swap_vert:"
     )
     st.caption(
-        "Every page opens on your selected data, or on built-in demo data when you have loaded none. Command "
-        "line: `python -m core evaluate --run R --qrels Q --metrics mrr@10,mtrr@10,ndcg@10 --ties expected` "
-        "(also `fuse`, `leaderboard`, `rerank`, `demo`)."
+        "Every page opens on the sidebar's selection: the built-in demo until you load data, then only yours. "
+        "Command line (in the project's `.venv`): `python -m core evaluate --run R --qrels Q --metrics "
+        "mrr@10,mtrr@10,ndcg@10 --ties expected` (also `fuse`, `leaderboard`, `rerank`, `workspace`, `demo`)."
     )
