@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import APP, chart_titles, open_page, svg_bodies, svg_rows, svg_texts, tie_svg
+from tests.app.conftest import APP, chart_titles, messages, open_page, svg_bodies, svg_rows, svg_texts, tie_svg, upload
 
 
 def summary_of(app: AppTest, i: int = 0):
@@ -72,15 +72,14 @@ def test_metrics_page_extra_metric_and_bad_metric(app):
 
 
 def test_upload_run_and_qrels_then_metrics(app):
-    open_page(app, "data")
-    app.get("file_uploader")[0].set_value(("mine.trec", RUN, "text/plain")).run()
-    assert any("myrun" in s.value for s in app.success)
-    app.get("file_uploader")[1].set_value(("small.qrels", QRELS, "text/plain")).run()
+    upload(app, ("mine.trec", RUN))
+    assert any("myrun" in s for s in messages(app)[0])
+    upload(app, ("small.qrels", QRELS))
     assert app.session_state["sel_qrels"] == "small"
-    assert "myrun" in app.session_state["sel_runs"]
+    assert app.session_state["sel_runs"] == ["myrun"]  # the user's data alone: no demo run selected
     open_page(app, "metrics")
     summary = summary_of(app)
-    assert "myrun" in summary.index
+    assert list(summary.index) == ["myrun"]
     # q100: tie of d000-01 (non-relevant) and d000-02 (relevant) at rank 1-2 -> expected RR 0.75;
     # q101: tie of d001-05 and d001-07 (relevant) -> 0.75; q102 missing -> 0. Mean = 0.5.
     cell = summary.loc["myrun", ("mrr@10", "tie-aware")]
@@ -92,14 +91,18 @@ def test_upload_run_and_qrels_then_metrics(app):
 
 
 def test_bad_upload_shows_error_and_keeps_data(app):
-    open_page(app, "data")
     before = list(app.session_state["sel_runs"])
     bad = b"q1 Q0 d1 1 0.5 x\nq1 Q0 d1 2 0.4 x\n"
-    app.get("file_uploader")[0].set_value(("dup.trec", bad, "text/plain")).run()
-    errors = [e.value for e in app.error]
+    upload(app, ("dup.trec", bad))
+    errors = messages(app)[1]
     assert errors and "dup.trec, lines 1 and 2" in errors[0]
     assert app.session_state["sel_runs"] == before
-    assert not app.exception
+    assert app.session_state["workspace"].showing_demo  # nothing added: the demo stays
+    # and after the user's own run: a bad file keeps it and its selection
+    upload(app, ("mine.trec", RUN))
+    upload(app, ("dup.trec", bad))
+    assert any("dup.trec, lines 1 and 2" in e for e in messages(app)[1])
+    assert app.session_state["workspace"].names("run") == ["myrun"] and app.session_state["sel_runs"] == ["myrun"]
 
 
 def test_rename_and_remove_dataset(app):
@@ -146,25 +149,26 @@ def test_metrics_drilldown(app):
 
 
 def test_data_page_answers_and_chunk_collapse(app):
-    open_page(app, "data")
     answers = b"qid,prediction,reference\n1,Paris,Paris\n2,the cat,a dog\n2,the cat,the cat sat\n"
-    app.get("file_uploader")[2].set_value(("answers.csv", answers, "text/csv")).run()
-    assert not app.exception and app.selectbox(key="inspect_kind").value == "answers"
+    upload(app, ("answers.csv", answers))
+    assert app.selectbox(key="inspect_kind").value == "answers"
     metrics = {m.label: m.value for m in app.metric}
     assert metrics["Exact match"] == "0.5000"
     view = app.dataframe[1].value
     assert view["references"].tolist() == ["Paris", "a dog | the cat sat"] and "f1" in view.columns
 
     chunks = b"chunk_id,doc_id\nd000-01,D0\nd000-02,D0\n"
-    app.get("file_uploader")[3].set_value(("chunks.csv", chunks, "text/csv")).run()
+    upload(app, ("chunks.csv", chunks), ("mine.trec", RUN))
     app.selectbox(key="inspect_kind").set_value("run").run()
-    app.selectbox(key="inspect_name").set_value("bm25 (float scores)").run()
+    app.selectbox(key="inspect_name").set_value("myrun").run()
     assert any(m.label == "Queries with ties" for m in app.metric)
     assert any("distinct values" in c.value for c in app.caption)
     app.button(key="do_collapse").click().run()
     assert not app.exception, [e.value for e in app.exception]
-    assert any("Created" in s.value for s in app.success)
-    assert len(app.session_state["workspace"].names("run")) == 6  # five demo runs and the collapsed one
+    assert any("Added run" in s.value for s in app.success), [s.value for s in app.success]
+    runs = app.session_state["workspace"].names("run")
+    assert len(runs) == 2 and runs[0] == "myrun"  # the user's run and the collapsed one (no demo run)
+    assert runs[1] in app.session_state["sel_runs"]  # selected at once
 
 
 # ---- issue 10, seed 000: the traditional order, the tie report and its plots ------------------
@@ -175,12 +179,9 @@ TIED_QRELS = b"q1 0 a 1\n"
 
 
 def _upload(app, run: tuple[str, bytes], qrels: tuple[str, bytes], chunk_map: tuple[str, bytes] | None = None):
-    open_page(app, "data")
-    app.get("file_uploader")[0].set_value((run[0], run[1], "text/plain")).run()
-    app.get("file_uploader")[1].set_value((qrels[0], qrels[1], "text/plain")).run()
-    if chunk_map is not None:
-        app.get("file_uploader")[3].set_value((chunk_map[0], chunk_map[1], "text/csv")).run()
-    assert not app.exception, [e.value for e in app.exception]
+    """The files in one drop on the Data page's uploader (the content decides each one's kind)."""
+    upload(app, run, qrels, *([chunk_map] if chunk_map is not None else []))
+    assert not messages(app)[1], messages(app)
 
 
 def test_traditional_order_choice_changes_traditional_values_and_is_in_the_url(app):
@@ -338,11 +339,9 @@ def test_chunk_map_refused_combination_shows_the_core_message(app):
 
 
 def test_data_page_answers_show_set_f1_and_bands(app):
-    open_page(app, "data")
     # the hybrid-RAG report's example (section 3.3) scores 0.923 under set F1
     answers = b"qid,prediction,reference\n1,Paris,Paris\n2,the cat,a dog\n"
-    app.get("file_uploader")[2].set_value(("answers.csv", answers, "text/csv")).run()
-    assert not app.exception
+    upload(app, ("answers.csv", answers))
     view = app.dataframe[1].value
     assert {"em", "f1", "set_f1", "f1 band", "set_f1 band"} <= set(view.columns)
     assert view["set_f1 band"].tolist() == ["Excellent", "Poor"]

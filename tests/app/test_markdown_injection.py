@@ -1,10 +1,10 @@
 """User text is rendered as text (issue 12): hostile names, ids, lines and texts reach no
 Markdown or Plotly HTML unescaped, on any page.
 
-Hostile datasets are loaded through the app's own upload paths (a run whose tag, qids and docids
-are Markdown/HTML, qrels under a hostile file name, a bad run whose error quotes a hostile line,
-votes whose model names are Markdown/HTML with links, rerank candidates with hostile query text,
-docids and passages), every page is opened, and then:
+Hostile datasets are loaded through the app's own upload path, the Data page's one uploader (a
+run whose tag, qids and docids are Markdown/HTML, qrels under a hostile file name, a bad run whose
+error quotes a hostile line, votes whose model names are Markdown/HTML with links, rerank
+candidates with hostile query text, docids and passages), every page is opened, and then:
 
 * every Markdown-rendering body (markdown, captions, alerts, toasts, titles, expander and tab
   labels, widget labels, radio options) holding a payload holds it escaped (`pages.common.ui.escape_markdown`: no raw ``![``,
@@ -12,8 +12,9 @@ docids and passages), every page is opened, and then:
 * every string of every Plotly figure holding a payload holds no raw ``<`` of it (HTML-escaped);
 * every inline SVG figure (the tie story, drawn through Markdown with HTML allowed) parses as
   XML made only of the figure's own elements and attributes (no ``<img>``, ``<a>``,
-  ``<script>``, no ``href``, no event handler), and its text holds no payload's Markdown or
-  HTML raw (Markdown characters are character references).
+  ``<script>``, no ``href``, no event handler; a ``<style>`` only as `figures.show_svg`'s own
+  fixed CSS), and its text holds no payload's Markdown or HTML raw (Markdown characters are
+  character references).
 """
 
 from __future__ import annotations
@@ -25,8 +26,8 @@ from collections.abc import Iterator
 
 from streamlit.testing.v1 import AppTest
 
-from tests.app.conftest import open_page
-from tests.app.test_uploads_sniffing import upload
+from pages.common import figures
+from tests.app.conftest import messages, open_page, upload
 
 HOST = "http://127.0.0.1:9"
 #: no spaces: fits a TREC field (a run tag, a qid, a docid)
@@ -141,6 +142,9 @@ def _svg_payloads(at: AppTest, page: str) -> int:
         root = ET.fromstring(body)  # well formed: no user string closed an element or attribute
         for node in root.iter():
             tag = node.tag.split("}")[-1]
+            if tag == "style":  # the phone layout's switch (`figures.show_svg`): its own fixed CSS only
+                assert f"<style>{node.text}</style>" == figures._SVG_CSS and not node.attrib, f"{page}: {node.text!r}"
+                continue
             assert tag in SVG_ELEMENTS, f"{page}: inline SVG holds <{tag}>"
             assert set(node.attrib) <= SVG_ATTRIBUTES, f"{page}: inline SVG <{tag}> has {sorted(node.attrib)}"
         text = " ".join(root.itertext())
@@ -170,13 +174,18 @@ def assert_rendered_as_text(at: AppTest, page: str) -> int:
 
 
 def _load_hostile(at: AppTest) -> AppTest:
-    open_page(at, "data")
-    upload(at, "Upload runs", "hostile.trec", RUN)
-    upload(at, "Upload runs", "hostile2.trec", RUN.replace(b"**bold**\n", b"**bold**2\n"))  # Fusion fuses these
-    upload(at, "Upload qrels", FILENAME, QRELS)
-    upload(at, "Upload runs", f"bad-{FILENAME}.trec", BAD_RUN)  # the error quotes the hostile line
+    upload(at, ("hostile.trec", RUN), ("hostile2.trec", RUN.replace(b"**bold**\n", b"**bold**2\n")))  # fused
+    assert_rendered_as_text(at, "data (runs uploaded)")
+    upload(at, (FILENAME, QRELS))
+    assert any("bold" in s for s in messages(at)[0]), messages(at)  # the success names the hostile file
+    assert_rendered_as_text(at, "data (qrels uploaded)")
+    upload(at, (f"bad-{FILENAME}.trec", BAD_RUN))  # the error quotes the hostile line
     assert any("bold" in e.value for e in at.error), [e.value for e in at.error]
     assert_rendered_as_text(at, "data (after uploads)")
+    upload(at, (f"bad-{FILENAME}.trec", BAD_RUN), read_as="run")  # the run reader's own message
+    assert any("bold" in e.value for e in at.error), [e.value for e in at.error]
+    assert_rendered_as_text(at, "data (bad run read as a run)")
+    at.selectbox(key="upload_read_as").set_value("auto").run()
     return at
 
 
@@ -200,23 +209,30 @@ def test_every_page_renders_hostile_text_as_text(app):
     name = next(n for n in at.selectbox(key="inspect_name").options if "bold" in n)
     at.selectbox(key="inspect_name").set_value(name).run()
     seen += assert_rendered_as_text(at, "data (inspector)")
-    # the leaderboard on hostile model names
+    # the leaderboard on hostile model names (uploaded on the Data page)
+    upload(at, (f"votes-{FILENAME}.csv", VOTES))
+    seen += assert_rendered_as_text(at, "data (votes uploaded)")
     open_page(at, "leaderboard")
-    upload(at, "Votes file", f"votes-{FILENAME}.csv", VOTES)
     seen += assert_rendered_as_text(at, "leaderboard")
-    upload(at, "Votes file", f"badvotes-{FILENAME}.csv", b"model_a,model_b,winner\n" + PHRASE.encode() + b"\n")
+    upload(at, (f"badvotes-{FILENAME}.csv", b"model_a,model_b,winner\n" + PHRASE.encode() + b"\n"))
     assert at.error
-    seen += assert_rendered_as_text(at, "leaderboard (bad votes)")
+    seen += assert_rendered_as_text(at, "data (bad votes)")
+    open_page(at, "leaderboard")  # the votes loaded before are still rated
+    seen += assert_rendered_as_text(at, "leaderboard (after bad votes)")
     assert seen > 10  # the payloads did reach the pages
 
 
 def test_rerank_page_renders_hostile_candidates_as_text(app):
-    at = open_page(app, "rerank")
-    at.get("file_uploader")[0].set_value(("cands.jsonl", CANDIDATES, "application/json")).run()
-    assert not at.exception, [e.value for e in at.exception]
+    at = upload(app, ("cands.jsonl", CANDIDATES))
+    assert_rendered_as_text(at, "data (candidates uploaded)")
+    open_page(at, "rerank")
     assert_rendered_as_text(at, "rerank (upload)")
     at.button(key="rr_run").click().run()
     seen = assert_rendered_as_text(at, "rerank (after the run)")
-    at.get("file_uploader")[0].set_value((f"bad-{FILENAME}.jsonl", PHRASE.encode() + b"\n", "text/plain")).run()
-    seen += assert_rendered_as_text(at, "rerank (bad upload)")
+    for read_as in (None, "corpus"):  # refused by the sniffer, then by the candidates reader
+        upload(at, (f"bad-{FILENAME}.jsonl", PHRASE.encode() + b"\n"), read_as=read_as)
+        assert any("bold" in e for e in messages(at)[1]), messages(at)
+        seen += assert_rendered_as_text(at, "data (bad candidates)")
+    open_page(at, "rerank")
+    seen += assert_rendered_as_text(at, "rerank (after a bad upload)")
     assert seen > 0
