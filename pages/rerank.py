@@ -283,10 +283,11 @@ max_chars = o2.number_input(
     help="Longer passages are truncated (0 = never).",
 )
 strict = o3.toggle(
-    "Strict (ranksmith's contract)",
+    "Strict: fail a query on a bad reply",
     key="rr_strict",
-    help="A passage over the character limit, or an invalid model reply, fails its query (reported, scored 0) "
-    "instead of truncation, re-ask and fallback.",
+    help="As ranksmith does: a passage over the character limit, or an invalid model reply, fails its query "
+    "(reported, scored 0) instead of truncating the passage, re-asking the model and falling back to the "
+    "first-stage order.",
 )
 shuffle = o4.toggle("Shuffle input (seed 13)", key="rr_shuffle", help="Position-bias study: shuffle candidates first.")
 
