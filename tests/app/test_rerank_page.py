@@ -201,7 +201,11 @@ def test_candidates_from_a_run_error_is_shown_literally_and_keeps_what_is_loaded
 def test_strict_fails_a_query_with_an_over_long_passage_and_the_per_query_table_shows_it(app):
     at = _open(app)
     strict = at.toggle(key="rr_strict")
-    assert strict.label == "Strict: fail a query on a bad reply" and "scored 0" in strict.help and "ranksmith" in strict.help
+    assert (
+        strict.label == "Strict: fail a query on a bad reply"
+        and "scored 0" in strict.help
+        and "ranksmith" in strict.help
+    )
     _build_from_run(at)
     at.number_input(key="rr_maxchars").set_value(50).run()
     at.toggle(key="rr_strict").set_value(True).run()
