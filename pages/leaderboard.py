@@ -1,22 +1,30 @@
 """Leaderboard: Bradley-Terry ratings from pairwise votes, sandwich intervals at once,
 bootstrap intervals on demand, matrices and diagnostics.
 
-Above the fold: the intervals choice, the bootstrap button, model search and pins, then the
-ranked table beside the interval plot; every setting sits in one collapsed expander. Exports:
+Above the fold: the votes, the intervals choice, the bootstrap button, model search and pins,
+then the start of the ranked table; every setting sits in one collapsed expander. The interval
+plot goes beside the table on a small board of short names (`core.charts.leaderboard.
+beside_table`, decided on the whole board so a search does not move it) and under it, across
+the page's width with one readable row per model, otherwise (an arena's 50-300 models). The
+heatmaps show the top models by rating ("Models shown", by default as many as can be labelled
+without overlap: `heatmap_fit`). Exports:
 Markdown / LaTeX / CSV / JSON (`core.reports.export`), every figure as PNG or SVG from its
 toolbar (`pages.common.figures`). Model names from the user's file are escaped in every
 caption and message, and HTML-escaped in the figures (`core.charts.html_label`)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import streamlit as st
 
 from core.charts.leaderboard import (
     battle_count_heatmap,
+    beside_table,
     bootstrap_distribution,
     fitted_vs_true,
+    heatmap_fit,
     predicted_win_heatmap,
     rating_intervals,
     win_rate_heatmap,
@@ -27,7 +35,7 @@ from core.reports import export
 from core.reports import leaderboard as reports
 from pages.common import cache, figures, state, ui
 
-#: table columns shown only on request (the table then fits beside the interval plot)
+#: table columns shown only on request (a compact table, which fits beside a small board's plot)
 WTL_COLUMNS = ("wins", "ties", "losses")
 L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
 INTRO = (
@@ -54,7 +62,7 @@ ui.page_choice(state.LB_VOTES, state.LB_FROM, state.SEL_VOTES.get(), names)
 # The top row (votes, intervals, bootstrap, search, pins) and everything under it are the same
 # elements in the same places on every run (the bootstrap's progress has its own slot), so
 # nothing is drawn twice while the bootstrap runs. The settings sit in one collapsed expander.
-top = st.columns([2, 2, 1.6, 2, 2], vertical_alignment="bottom")
+top = st.columns([2.7, 2.2, 1.6, 1.8, 1.8], vertical_alignment="bottom")
 name = top[0].selectbox("Votes", names, key=state.LB_VOTES.key, format_func=ui.demo_label(ws, "votes"))
 votes = ws.get("votes", name)
 with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap", icon=":material/tune:"):
@@ -108,6 +116,13 @@ with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap
     min_votes = int(
         f3.number_input("Min votes to list", min_value=0, value=0, step=10, key=state.LB_MIN_VOTES, bind="query-params")
     )
+    # shown only when the votes hold a double loss: there is nothing to leave out otherwise
+    n_both_bad = reports.double_losses(votes)
+    exclude_both_bad = bool(n_both_bad) and st.toggle(
+        "Exclude double losses (both bad)",
+        key="lb_both_bad",
+        help=f"{reports.BOTH_BAD_HELP} These votes hold {n_both_bad:,} double losses.",
+    )
     a1, a2, a3 = st.columns(3)
     l2_mode = a1.radio(
         "L2 penalty",
@@ -140,13 +155,14 @@ with st.expander("Settings: intervals, filters, penalty, rating scale, bootstrap
     show_wtl = st.checkbox(
         "Show wins, ties and losses in the table",
         key="lb_show_wtl",
-        help="Off: the table fits beside the interval plot. The downloads always hold them.",
+        help="Off: a compact table (beside the interval plot on a small board). The downloads always hold them.",
     )
 intro.caption(INTRO.format(formula=reports.scale_formula(scale, base, init)))
 
 request = cache.BoardRequest(
     categories=tuple(sel_cats) if cats else None,
     judges=tuple(sel_judges) if judges else None,
+    exclude_both_bad=exclude_both_bad,
     ties=ties,
     l2={"auto": "auto", "none": "0"}.get(l2_mode, repr(float(ridge))),
     ci=float(ci),
@@ -170,7 +186,11 @@ run_boot = top[2].button(
 )
 query = top[3].text_input("Find models", key="lb_find", placeholder="part of a model name")
 pinned = top[4].multiselect(
-    "Pin models", lb.table["model"].tolist(), key=f"lb_pin_{name}", placeholder="shown first, marked in the plot"
+    "Pin models",
+    lb.table["model"].tolist(),
+    key=f"lb_pin_{name}",
+    placeholder="choose models",
+    help="Pinned models are listed first in the table and the heatmaps, and drawn as diamonds in the plot.",
 )
 progress_slot = st.empty()
 if run_boot:
@@ -196,7 +216,7 @@ shown = top[1].segmented_control(
     ["sandwich", "bootstrap"],
     key=state.LB_SHOW.key,
     format_func={"sandwich": "Sandwich", "bootstrap": "Bootstrap"}.get,
-    help="Sandwich (robust) intervals are computed at once; bootstrap percentile intervals on demand.",
+    help=reports.INTERVAL_HELP,
 )
 boot_seed: int | None = None
 if shown == "bootstrap" and available:
@@ -208,10 +228,16 @@ if shown == "bootstrap" and available:
         f"computation in {seconds:.2f} s."
     )
 elif shown == "bootstrap":
-    interval_caption = "Sandwich (robust) intervals: run the bootstrap for percentile intervals with these settings."
+    interval_caption = (
+        "Sandwich (robust, from the fit's curvature) intervals: run the bootstrap for percentile intervals with "
+        "these settings."
+    )
 else:
-    interval_caption = "Sandwich (robust) intervals. Run the bootstrap for percentile intervals."
-st.caption(interval_caption)
+    interval_caption = (
+        "Sandwich (robust, from the fit's curvature) intervals. Run the bootstrap for percentile intervals "
+        "(resampling votes)."
+    )
+st.caption(interval_caption + (f" {reports.BOTH_BAD_NOTE}" if exclude_both_bad else ""))
 
 for d in lb.diagnostics:
     {"error": st.error, "warning": st.warning}.get(d.level, st.info)(ui.escape_markdown(d.message))
@@ -226,7 +252,14 @@ models = focused["model"].tolist()
 if note := reports.focus_note(len(focused), len(display), query, pinned):
     st.caption(ui.escape_markdown(note))
 
-left, right = st.columns([7, 4])
+# Beside the table only when the plot keeps a readable width there (decided on the whole board,
+# so a search does not move it); else the table, then the plot across the page's width.
+if beside_table(display["model"]):
+    left, right = st.columns([7, 4])
+else:
+    left = right = st.container()
+labels = reports.COLUMN_LABELS
+helps = reports.COLUMN_HELP
 with left:
     st.dataframe(
         focused,
@@ -234,18 +267,20 @@ with left:
         width="stretch",
         height=min(38 + 35 * max(len(focused), 1), 620),
         column_config={
-            "rank": st.column_config.NumberColumn("Rank", width="small"),
-            "rank_ub": st.column_config.NumberColumn(
-                "Rank (UB)", width="small", help="1 + models whose lower bound exceeds this model's upper bound"
+            "rank": st.column_config.NumberColumn(labels["rank"], width="small", help=helps["rank"]),
+            "rank_ub": st.column_config.NumberColumn(labels["rank_ub"], width="small", help=helps["rank_ub"]),
+            "model": labels["model"],
+            "rating": st.column_config.NumberColumn(
+                labels["rating"], format="%.1f", width="small", help=helps["rating"]
             ),
-            "model": "Model",
-            "rating": st.column_config.NumberColumn("Rating", format="%.1f", width="small"),
-            "ci": st.column_config.TextColumn(f"{ci:.0%} CI (±)"),
-            "votes": st.column_config.NumberColumn("Votes", width="small"),
-            "wins": st.column_config.NumberColumn("Wins", width="small"),
-            "ties": st.column_config.NumberColumn("Ties", width="small"),
-            "losses": st.column_config.NumberColumn("Losses", width="small"),
-            "provisional": st.column_config.CheckboxColumn("Prov.", width="small", help="Provisional: few votes"),
+            "ci": st.column_config.TextColumn(f"{ci:.0%} CI (±)", help=reports.ci_help(ci, lb.intervals)),
+            "votes": st.column_config.NumberColumn(labels["votes"], width="small", help=helps["votes"]),
+            "wins": st.column_config.NumberColumn(labels["wins"], width="small"),
+            "ties": st.column_config.NumberColumn(labels["ties"], width="small"),
+            "losses": st.column_config.NumberColumn(labels["losses"], width="small"),
+            "provisional": st.column_config.CheckboxColumn(
+                labels["provisional"], width="small", help=helps["provisional"]
+            ),
         },
         placeholder="—",
         column_order=[c for c in reports.DISPLAY_COLUMNS if show_wtl or c not in WTL_COLUMNS],
@@ -289,32 +324,47 @@ truth = votes.meta.get("true_ratings") if hasattr(votes, "meta") else None
 subset = models if len(models) >= 2 else table["model"].tolist()
 
 
-def show_win_rate() -> None:
-    figures.show_figure(
-        cache.derived(lb, ("win", tuple(subset)), lambda: win_rate_heatmap(reports.focus_matrix(lb.win_rate, subset))),
-        key="lb_fig_winrate",
-        name=f"{stem}-win-rate",
+def heatmap_models() -> tuple[str, ...]:
+    """The heatmaps' models: the top N of ``subset`` (pinned first, then by rating), N picked
+    in "Models shown" (one widget for the three heatmap panes), by default as many as can be
+    labelled without overlap."""
+    fit = heatmap_fit(subset)
+    choices, default = reports.heatmap_choices(len(subset), fit)
+    if len(choices) == 1:
+        return tuple(subset)
+    state.keep_widget(state.LB_HEAT_MODELS.key, default=default, options=choices)
+    if state.LB_HEAT_MODELS.get() not in choices:  # another board or search: its own default
+        state.LB_HEAT_MODELS.set(default)
+    count = st.columns([1, 3])[0].selectbox(
+        "Models shown",
+        choices,
+        key=state.LB_HEAT_MODELS.key,
+        format_func=lambda k: reports.heatmap_choice_label(k, len(subset)),
+        help=f"The top models by rating (pinned ones first). Up to {fit:,}, every label has room on a 1440 px wide "
+        "screen; beyond, the opponents are named on hover.",
     )
+    return tuple(subset[: int(count or default)])
+
+
+def show_heatmap(kind: str, matrix: Any, build: Callable[[Any], Any], key: str, suffix: str) -> None:
+    shown_models = heatmap_models()
+    figures.show_figure(
+        cache.derived(lb, (kind, shown_models), lambda: build(reports.focus_matrix(matrix, shown_models))),
+        key=key,
+        name=f"{stem}-{suffix}",
+    )
+
+
+def show_win_rate() -> None:
+    show_heatmap("win", lb.win_rate, win_rate_heatmap, "lb_fig_winrate", "win-rate")
 
 
 def show_battles() -> None:
-    figures.show_figure(
-        cache.derived(
-            lb, ("battles", tuple(subset)), lambda: battle_count_heatmap(reports.focus_matrix(lb.battles, subset))
-        ),
-        key="lb_fig_battles",
-        name=f"{stem}-battles",
-    )
+    show_heatmap("battles", lb.battles, battle_count_heatmap, "lb_fig_battles", "battles")
 
 
 def show_predicted() -> None:
-    figures.show_figure(
-        cache.derived(
-            lb, ("predicted", tuple(subset)), lambda: predicted_win_heatmap(reports.focus_matrix(lb.predicted, subset))
-        ),
-        key="lb_fig_predicted",
-        name=f"{stem}-predicted",
-    )
+    show_heatmap("predicted", lb.predicted, predicted_win_heatmap, "lb_fig_predicted", "predicted")
 
 
 def show_bootstrap() -> None:

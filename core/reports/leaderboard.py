@@ -1,6 +1,8 @@
 """Tables and captions of the Leaderboard page, shaped from a `core.bt.Leaderboard`: the
-ranked table (`display_table`), what the interval plot shows, and the model search / pins
-(`find_models`, `focus_table`, `focus_matrix`, `focus_note`)."""
+ranked table (`display_table`) and what its headers and choices mean (`COLUMN_HELP`,
+`INTERVAL_HELP`, `BOTH_BAD_HELP`), what the interval plot shows, the model search / pins
+(`find_models`, `focus_table`, `focus_matrix`, `focus_note`) and how many models the
+heatmaps show (`heatmap_choices`)."""
 
 from __future__ import annotations
 
@@ -8,9 +10,13 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 
-from core.bt import Leaderboard
+from core.bt import PROVISIONAL_VOTES, Leaderboard
+from core.data import BOTH_BAD, Key, Votes
 
+#: the number of double losses of a `Votes` (`double_losses`)
+DOUBLE_LOSSES: Key[int] = Key("double losses")
 #: `Leaderboard.not_estimable` sides as the page writes them
 SIDES: dict[str, str] = {"+inf": "+∞", "-inf": "−∞"}
 #: columns of `display_table`
@@ -26,6 +32,47 @@ DISPLAY_COLUMNS: list[str] = [
     "losses",
     "provisional",
 ]
+#: the table's headers (``ci`` is named with its level by the page, "95% CI (±)")
+COLUMN_LABELS: dict[str, str] = {
+    "rank": "Rank",
+    "rank_ub": "Rank (UB)",
+    "model": "Model",
+    "rating": "Rating",
+    "votes": "Votes",
+    "wins": "Wins",
+    "ties": "Ties",
+    "losses": "Losses",
+    "provisional": "Few votes",
+}
+#: what a header means, shown as its tooltip (``ci``: `ci_help`)
+COLUMN_HELP: dict[str, str] = {
+    "rank": "1 + the number of models with a higher rating.",
+    "rank_ub": (
+        "Upper-bound rank: 1 + the number of models whose interval lies entirely above this one's "
+        "(LMArena's rank). Models whose intervals overlap share it."
+    ),
+    "rating": "Bradley-Terry rating on the Elo-like scale in the caption above.",
+    "votes": "Votes this model took part in (after the filters).",
+    "provisional": (
+        f"Provisional: fewer than {PROVISIONAL_VOTES} votes, so its rating and interval rest on little data."
+    ),
+}
+#: the Intervals choice, as its tooltip explains it
+INTERVAL_HELP = (
+    "Sandwich (robust, from the fit's curvature): normal intervals from the likelihood's Hessian "
+    "and the spread of the votes' scores, computed at once. Bootstrap (percentile, resampling "
+    "votes): the middle of the ratings refitted on votes drawn with replacement, on demand (Run "
+    "bootstrap)."
+)
+#: the "Exclude double losses" toggle, as its tooltip explains it
+BOTH_BAD_HELP = (
+    "A double loss (tie (bothbad), LMArena's both_bad: both answers were bad) counts as a tie, as "
+    "in FastChat. LMArena also shows a view without them: switch on to leave them out of the fit."
+)
+#: the page's caption while double losses are left out (as the CLI's footer says it)
+BOTH_BAD_NOTE = "Double losses (tie (bothbad), both_bad) excluded: left out of the fit, not counted as ties."
+#: the heatmaps' "Models shown" choices below the board's size (plus "all")
+HEATMAP_CHOICES: tuple[int, ...] = (10, 20, 30, 50, 100)
 
 
 def not_estimable_text(side: str) -> str:
@@ -52,6 +99,41 @@ def display_table(lb: Leaderboard) -> pd.DataFrame:
         display.loc[mask, "ci"] = [not_estimable_text(off[m]) for m in display.loc[mask, "model"]]
         display.loc[mask, "rating"] = np.nan
     return display
+
+
+def ci_help(ci: float, method: str) -> str:
+    """The interval column's tooltip: what ``+a / −b`` means, at level ``ci``, by ``method``."""
+    how = {
+        "sandwich": "sandwich (robust, from the fit's curvature)",
+        "bootstrap": "bootstrap (percentile, from resampled votes)",
+    }.get(method, method)
+    return (
+        f"{ci:.0%} {how} interval around the rating: + the distance up to its upper bound, − down to "
+        "its lower bound (drawn as the bar in the plot)."
+    )
+
+
+def double_losses(votes: Votes) -> int:
+    """How many of ``votes`` are double losses (`core.data.BOTH_BAD`), counted once per dataset."""
+
+    def count() -> int:
+        return int(pc.sum(pc.equal(votes.table["winner"], BOTH_BAD)).as_py() or 0)
+
+    return votes.derived.get(DOUBLE_LOSSES, count)
+
+
+def heatmap_choices(total: int, fit: int) -> tuple[list[int], int]:
+    """The heatmaps' "Models shown" choices for a board of ``total`` models (`HEATMAP_CHOICES`
+    below it, then ``total`` itself: all) and the default: the largest choice up to ``fit``
+    (`core.charts.leaderboard.heatmap_fit`: labels that do not overlap), else the smallest."""
+    choices = [k for k in HEATMAP_CHOICES if k < total] + [total]
+    fitting = [k for k in choices if k <= fit]
+    return choices, (fitting[-1] if fitting else choices[0])
+
+
+def heatmap_choice_label(k: int, total: int) -> str:
+    """``top 20`` / ``all 59``: a "Models shown" choice as the picker writes it."""
+    return f"all {total:,}" if k >= total else f"top {k:,}"
 
 
 def plotted(lb: Leaderboard) -> pd.DataFrame:

@@ -548,11 +548,13 @@ def sweep_weight(
 @dataclass(frozen=True)
 class BoardRequest:
     """A leaderboard as the page asks for it, the votes aside: the category / judge filters
-    (None: no such column) and the options of `core.bt.leaderboard` (``l2`` as text, see
+    (None: no such column), whether double losses are left out (`core.data.Votes.filter`'s
+    ``exclude_both_bad``) and the options of `core.bt.leaderboard` (``l2`` as text, see
     `core.bt.parse_l2`)."""
 
     categories: tuple[str, ...] | None = None
     judges: tuple[str, ...] | None = None
+    exclude_both_bad: bool = False
     ties: str = "half"
     l2: str = "auto"
     ci: float = 0.95
@@ -847,6 +849,7 @@ def _leaderboard(
     filtered = votes.filter(
         categories=None if r.categories is None else list(r.categories),
         judges=None if r.judges is None else list(r.judges),
+        exclude_both_bad=r.exclude_both_bad,
     )
     return bt.leaderboard(
         filtered,

@@ -165,6 +165,8 @@ LB_FROM: Slot[str | None] = Slot("_lb_from", _none)
 #: the "Intervals" choice (a widget key: "sandwich" / "bootstrap"), switched to the bootstrap
 #: when one finishes, before the widget is drawn
 LB_SHOW: Slot[str | None] = Slot("lb_show", _none)
+#: the heatmaps' "Models shown" (a widget key: the top N models, N = the board's size for all)
+LB_HEAT_MODELS: Slot[int | None] = Slot("lb_heat_models", _none)
 
 
 @dataclass(frozen=True)

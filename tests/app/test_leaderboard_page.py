@@ -265,6 +265,9 @@ def _sixty_models() -> bytes:
 def test_sixty_models_heatmap_labels_and_no_battle_cells(app):
     at = _upload(app, "arena60.csv", _sixty_models())
     assert len(at.dataframe[0].value) == 60
+    # the heatmaps open on the top models whose labels fit (tests/app/test_leaderboard_scale.py); all 60 on request
+    assert len(_chart(at, "win rate")["data"][-1]["y"]) < 60
+    at.selectbox(key="lb_heat_models").set_value(60).run()
     spec = _chart(at, "win rate")
     no_data, values = spec["data"]
     assert no_data["name"] == "no battles" and "no battles" in no_data["hovertemplate"]
