@@ -75,10 +75,8 @@ default_qrels = reports.default_qrels(
     [n for n in names_of("rerank", "qrels") if n in qrels_names],
     state.SEL_QRELS.get() if state.SEL_QRELS.get() in qrels_names else None,
 )
-picked_qrels = state.RR_QRELS.get()
-demo_qrels_on_own = picked_qrels in names_of("rerank", "qrels") and default_qrels != picked_qrels
-if picked_qrels not in [*qrels_names, NO_QRELS] or demo_qrels_on_own:
-    state.RR_QRELS.set(default_qrels)
+# the qrels follow the candidates (the demo's own for the demo's) and the sidebar's, unless picked here
+ui.page_choice(state.RR_QRELS, state.RR_QRELS_FROM, default_qrels, [NO_QRELS, *qrels_names])
 
 c1, c2, c3 = st.columns([2, 2, 1])
 corpus_name = c1.selectbox("Candidates", corpora, key=state.RR_CORPUS.key, format_func=ui.demo_label(ws, "corpus"))

@@ -427,7 +427,7 @@ def ranked_passages(
     query: QueryCandidates, grades: Mapping[str, int], order: Sequence[int] | None = None
 ) -> pd.DataFrame:
     """``query``'s candidates in first-stage order (``order`` None) or in ``order`` (0-based
-    indices, best first): rank, docid, [move,] grade ("" when unjudged), passage (first
+    indices, best first): rank, docid, [move,] grade (missing when unjudged), passage (first
     `PASSAGE_CHARS` characters). ``move`` (with ``order``): ``▲n`` up / ``▼n`` down ``n``
     places from the first stage, ``=`` unmoved."""
     idx = np.arange(len(query.docids)) if order is None else np.asarray(order, dtype=np.int64)
@@ -436,7 +436,7 @@ def ranked_passages(
         {
             "rank": range(1, len(ids) + 1),
             "docid": ids,
-            "grade": [grades.get(d, "") for d in ids],
+            "grade": pd.array([grades.get(d) for d in ids], dtype="Int64"),  # <NA> unjudged: one Arrow type
             "passage": [query.texts[i][:PASSAGE_CHARS] for i in idx],
         }
     )

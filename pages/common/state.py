@@ -199,6 +199,8 @@ class RerankOutcome:
 
 RR_CORPUS: Slot[str | None] = Slot("rr_corpus", _none)
 RR_QRELS: Slot[str | None] = Slot("rr_qrels", _none)
+#: the default `RR_QRELS` started from (the candidates' and the sidebar's): when it changes, it follows
+RR_QRELS_FROM: Slot[str | None] = Slot("_rr_qrels_from", _none)
 RR_RESULTS: Slot[RerankOutcome | None] = Slot("rr_results", _none)
 
 # ---- widget keys bound to the URL (bind="query-params"): shared links use these names ----------

@@ -281,3 +281,15 @@ def test_selection_is_the_users_and_warns_on_no_overlap(app):
     assert at.text[0].value == "demo=False runs=['results'] qrels=Demo qrels (graded 0-3)"
     (warning,) = at.warning
     assert "shares no queries" in warning.value and "run: 4 queries, qrels: 50" in warning.value
+
+
+def test_reranks_qrels_follow_the_candidates(app):
+    upload(app, ("results.test", RESULTS), ("qrels.test", QRELS))
+    app.button(key="load_demo").click().run()
+    open_page(app, "rerank")
+    assert app.session_state["rr_corpus"] == names_of("rerank", "corpus")[0]
+    assert app.session_state["rr_qrels"] == names_of("rerank", "qrels")[0]  # the demo candidates' own qrels
+    app.selectbox(key="rr_qrels").set_value("qrels").run()  # a choice made on the page stays
+    open_page(app, "home")
+    open_page(app, "rerank")
+    assert app.session_state["rr_qrels"] == "qrels"
