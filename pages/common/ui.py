@@ -249,16 +249,20 @@ def show_upload_messages() -> None:
 _MARKDOWN_SPECIALS = re.compile(r"([\\`*_{}\[\]<>|~$])")
 
 
-#: what GitHub-flavoured Markdown turns into a link without brackets (``http://host``, ``www.host``)
-_AUTOLINK = re.compile(r"(?i)(?<=:)//|(?<=\bwww)\.")
+#: where GitHub-flavoured Markdown would start a link without brackets (``http://host``,
+#: ``www.host``): Streamlit's Markdown finds these in the text once backslash escapes are resolved
+#: (``http:\/\/host`` is still a link in the browser), so an invisible word joiner goes inside
+_AUTOLINK = re.compile(r"(?<=:)(?=//)|(?i:(?<=\bwww))(?=\.)")
+#: U+2060 WORD JOINER: no width, no line break; splits ``http://`` and ``www.`` for the autolinker
+WORD_JOINER = "\u2060"
 
 
 def escape_markdown(text: str) -> str:
     """``text`` with every Markdown special character backslash-escaped, so Streamlit shows
-    it literally (file names, docids and quotes in a core message stay as written); the
-    ``//`` of a URL scheme and the dot after ``www`` are escaped too, so a URL in user text is
-    not made a link (it still reads the same)."""
-    return _AUTOLINK.sub(lambda m: "\\" + "\\".join(m.group(0)), _MARKDOWN_SPECIALS.sub(r"\\\1", text))
+    it literally (file names, docids and quotes in a core message stay as written); a word
+    joiner (`WORD_JOINER`, invisible) goes between a URL scheme's ``:`` and ``//`` and after
+    ``www``, so a URL in user text is not made a link (it still reads the same)."""
+    return _AUTOLINK.sub(WORD_JOINER, _MARKDOWN_SPECIALS.sub(r"\\\1", text))
 
 
 def show_error(exc: BaseException | str, escape: bool = False) -> None:

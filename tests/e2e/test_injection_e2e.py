@@ -2,9 +2,11 @@
 
 A local HTTP listener on 127.0.0.1 counts every request it receives. Runs, qrels, votes and
 rerank candidates whose names, ids, bad lines, model names and texts are Markdown images and
-links and HTML ``<img>``/``<a>`` pointing at it are uploaded through the app's own uploaders,
-and every page is walked. Afterwards: no request reached the listener, the browser asked for no
-injected URL (relative ones included), and no ``<img>``/``<a>`` pointing at it is in the DOM.
+links and HTML ``<img>``/``<a>`` pointing at it are uploaded through the Data page's one
+uploader (the content deciding each file's kind), and every page is walked. Afterwards: no
+request reached the listener, the browser asked for no injected URL (relative ones included),
+and no ``<img>``/``<a>`` pointing at its host (on any port: a bare URL made a link loses it) is
+in the DOM.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -94,23 +97,26 @@ def _hostile_files(folder: Path, host: str) -> dict[str, Path]:
     return out
 
 
-def _uploader(page, label: str):
-    widget = page.get_by_test_id("stFileUploader").filter(has_text=label)
-    expect(widget).to_have_count(1)
-    return widget.get_by_test_id("stFileUploaderDropzoneInput")
-
-
 def _open(page, title: str, wait_for_app) -> None:
     page.get_by_test_id("stSidebarNavLink").filter(has=page.get_by_text(title, exact=True)).click()
     wait_for_app(page)
 
 
+#: every <img>/<a> pointing at the listener's host on any port (a bare URL made a link by the
+#: Markdown autolinker drops the port: http://127.0.0.1/), or at a relative injected image; the
+#: app's own links (same origin) excepted
+_INJECTED_JS = """([hostname, origin]) => Array.from(document.querySelectorAll('img[src], a[href]'))
+    .filter(e => {
+        const url = new URL(e.src || e.href, location.href);
+        return (url.hostname === hostname && url.origin !== origin) || /rel2?\\.png/.test(url.href);
+    })
+    .map(e => (e.parentElement.closest('[data-testid]') || {dataset: {}}).dataset.testid
+        + ': ' + e.outerHTML.slice(0, 160))"""
+
+
 def _assert_nothing_injected(page, host: str, fetched: list[str]) -> None:
     expect(page.get_by_test_id("stException")).to_have_count(0)
-    found = page.locator(f'img[src^="{host}"], a[href^="{host}"], img[src*="rel"]').evaluate_all(
-        "els => els.map(e => (e.parentElement.closest('[data-testid]') || {dataset: {}}).dataset.testid"
-        " + ': ' + e.outerHTML.slice(0, 160))"
-    )
+    found = page.evaluate(_INJECTED_JS, [urlsplit(host).hostname, page.evaluate("() => location.origin")])
     assert not found, found
     bad = [u for u in fetched if u.startswith(host) or "rel.png" in u or "rel2.png" in u]
     assert not bad, bad
@@ -133,31 +139,33 @@ def _assert_tie_svg_inert(page) -> None:
     assert handlers == [], handlers
 
 
-def test_hostile_names_fetch_nothing_on_any_page(app_server, page, listener, tmp_path, goto, wait_for_app):
+def test_hostile_names_fetch_nothing_on_any_page(
+    app_server, page, listener, tmp_path, goto, wait_for_app, upload_files
+):
     fetched: list[str] = []
     page.on("request", lambda request: fetched.append(request.url))
     files = _hostile_files(tmp_path, listener.host)
 
     goto(page, f"{app_server}/datasets")
-    for key, label in (("run", "Upload runs"), ("run2", "Upload runs"), ("qrels", "Upload qrels")):
-        _uploader(page, label).set_input_files(files[key])
-        wait_for_app(page)
-        expect(page.get_by_test_id("stAlert").filter(has_text="Loaded").first).to_be_visible()
-    _uploader(page, "Upload runs").set_input_files(files["bad"])
-    wait_for_app(page)
-    expect(page.get_by_test_id("stAlert").filter(has_text="bad.trec")).to_contain_text("is not an integer")
+    alerts = page.get_by_test_id("stMain").get_by_test_id("stAlert")
+    for key, loaded in (("run", "Loaded run"), ("run2", "Loaded run"), ("qrels", "Loaded qrels")):
+        upload_files(page, files[key])
+        expect(alerts.filter(has_text=loaded)).to_have_count(1)
+    # votes and rerank candidates through the same uploader, together: each file's content decides
+    upload_files(page, files["votes"], files["candidates"])
+    expect(alerts.filter(has_text="Loaded votes file")).to_have_count(1)
+    expect(alerts.filter(has_text="Loaded candidate set")).to_have_count(1)
+    upload_files(page, files["bad"])
+    expect(alerts.filter(has_text="bad.trec")).to_contain_text("is not an integer")
     _assert_nothing_injected(page, listener.host, fetched)
 
+    sidebar = page.get_by_test_id("stSidebar")
     for title in PAGES:
         _open(page, title, wait_for_app)
+        expect(sidebar).not_to_contain_text("demo")  # the user's hostile data alone, on every page
         if title == "Leaderboard":
-            page.get_by_test_id("stExpander").filter(has_text="Upload votes").locator("summary").click()
-            _uploader(page, "Votes file").set_input_files(files["votes"])
-            wait_for_app(page)
             expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible()
         if title == "Rerank":
-            _uploader(page, "Candidates JSONL").set_input_files(files["candidates"])
-            wait_for_app(page)
             page.get_by_role("button", name="Run reranking").click()
             wait_for_app(page)
             expect(page.get_by_test_id("stPlotlyChart").first).to_be_visible()
