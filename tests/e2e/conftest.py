@@ -14,9 +14,12 @@ Contract (see /work/shared/STREAMLIT.md, "A real browser"):
 * ``page`` (function): a new tab in that context (a new Streamlit session), closed after the
   test; on failure its screenshot is saved as tests/e2e/artifacts/FAILED-<test>.png.
   ``expect()`` retries for 20 s (the machine is small and shared).
-* ``wait_for_app``, ``goto``, ``screenshot`` (fixtures returning the helper functions
-  ``wait_for_app(page)``, ``goto(page, url)``, ``screenshot(page, name) -> Path``): request
-  them as test arguments (conftest modules are not importable by name).
+* ``wait_for_app``, ``goto``, ``screenshot``, ``upload_files`` (fixtures returning the helper
+  functions ``wait_for_app(page)``, ``goto(page, url)``, ``screenshot(page, name) -> Path``,
+  ``upload_files(page, *paths)``): request them as test arguments (conftest
+  modules are not importable by name). Datasets come in on the Data page only, through its one
+  uploader (each file's kind decided by its content): ``upload_files`` opens that page through
+  the sidebar's navigation when another page is shown, drops the files there and waits.
 
 Every test collected under ``tests/e2e/`` is marked ``e2e``; `make test` runs them serially in a
 pytest run of their own. The server is started like `make run` (``python -m pages.common.serve``).
@@ -340,6 +343,63 @@ def _screenshot(page, name: str, max_height: int = 6000) -> Path:
     return path
 
 
+#: the Data page's one uploader (`pages.common.uploads.any_uploader`)
+DATA_UPLOADER_LABEL = "Upload runs, qrels, votes, answers, chunk maps, rerank candidates or a workspace"
+
+
+#: installs a watcher setting ``window.__rankLensRan`` once the app's script starts a run
+_WATCH_RUN_JS = """() => {
+    window.__rankLensRan = false;
+    window.__rankLensWatch?.disconnect();
+    const app = document.querySelector('[data-testid=stApp]');
+    // records are delivered in batches: a short run may be over (notRunning again) by then
+    window.__rankLensWatch = new MutationObserver(records => {
+        const states = [app.getAttribute('data-test-script-state'), ...records.map(r => r.oldValue)];
+        if (states.includes('running')) {
+            window.__rankLensRan = true;
+            window.__rankLensWatch.disconnect();
+        }
+    });
+    window.__rankLensWatch.observe(app, {
+        attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state'],
+    });
+}"""
+
+
+def _data_uploader(page):
+    """The Data page's one uploader (a locator of its ``stFileUploader``)."""
+    return page.get_by_test_id("stMain").get_by_test_id("stFileUploader").filter(has_text=DATA_UPLOADER_LABEL)
+
+
+def _open_data_page(page, timeout_ms: int = APP_TIMEOUT_MS) -> None:
+    """Show the Data page, through the sidebar's navigation (the session and its datasets are
+    kept) unless it is already shown."""
+    if _data_uploader(page).count():
+        return
+    page.get_by_test_id("stSidebarNavLink").filter(has=page.get_by_text("Data", exact=True)).click()
+    _wait_for_app(page, timeout_ms)
+    _data_uploader(page).wait_for(state="attached", timeout=timeout_ms)
+
+
+def _upload_files(page, *paths: str | Path, timeout_ms: int = APP_TIMEOUT_MS) -> None:
+    """Upload ``paths`` together through the Data page's one uploader (each file's kind decided
+    by its content), opening the Data page first if needed, and wait for the app's run. Callers
+    confirm the outcome with ``expect()`` on the page's messages (a failed upload empties the
+    uploader)."""
+    if not paths:
+        raise ValueError("upload_files: no file given")
+    _open_data_page(page, timeout_ms)
+    uploader = _data_uploader(page)
+    if uploader.count() != 1:
+        raise AssertionError(f"expected one uploader labelled {DATA_UPLOADER_LABEL!r}, found {uploader.count()}")
+    # The upload is sent, then the script reruns: record the rerun's start, so the wait below
+    # cannot end before it (a settle delay alone may, on a busy machine).
+    page.evaluate(_WATCH_RUN_JS)
+    uploader.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(p) for p in paths])
+    page.wait_for_function("() => window.__rankLensRan === true", timeout=timeout_ms)
+    _wait_for_app(page, timeout_ms)
+
+
 @pytest.fixture(name="wait_for_app")
 def wait_for_app_fixture() -> Callable[..., None]:
     """``wait_for_app(page, timeout_ms=30000, settle_ms=250)``."""
@@ -350,6 +410,13 @@ def wait_for_app_fixture() -> Callable[..., None]:
 def goto_fixture() -> Callable[..., None]:
     """``goto(page, url, timeout_ms=30000)``: open a URL and wait for the first run."""
     return _goto
+
+
+@pytest.fixture(name="upload_files")
+def upload_files_fixture() -> Callable[..., None]:
+    """``upload_files(page, *paths, timeout_ms=30000)``: the files through the
+    Data page's one uploader (opened through the sidebar's navigation if another page is shown)."""
+    return _upload_files
 
 
 @pytest.fixture(name="screenshot")

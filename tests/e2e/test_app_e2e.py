@@ -44,13 +44,6 @@ def open_nav(page, title: str, wait_for_app) -> None:
     wait_for_app(page)
 
 
-def uploader(page, label: str):
-    """The hidden <input type=file> of the file uploader labelled ``label``."""
-    widget = page.get_by_test_id("stFileUploader").filter(has_text=label)
-    expect(widget).to_have_count(1)
-    return widget.get_by_test_id("stFileUploaderDropzoneInput")
-
-
 def assert_no_crash(page) -> None:
     """No exception element and no traceback text anywhere on the page."""
     expect(page.get_by_test_id("stException")).to_have_count(0)
@@ -132,7 +125,9 @@ def test_metrics_opens_with_the_tie_figure_above_the_fold(app_server, page, goto
     assert_no_crash(page)
 
 
-def test_upload_run_and_qrels_then_metrics(app_server, page, tmp_path: Path, goto, wait_for_app, screenshot):
+def test_upload_run_and_qrels_then_metrics(
+    app_server, page, tmp_path: Path, goto, wait_for_app, screenshot, upload_files
+):
     run_file = tmp_path / "tied.trec"
     run_file.write_text(RUN_TREC)
     qrels_file = tmp_path / "small.qrels"
@@ -141,17 +136,19 @@ def test_upload_run_and_qrels_then_metrics(app_server, page, tmp_path: Path, got
     goto(page, f"{app_server}/datasets")  # Home is covered above; navigation clicks below
     expect(page.get_by_role("heading", level=1, name="Data")).to_be_visible()
 
-    uploader(page, "Upload runs").set_input_files(run_file)
-    wait_for_app(page)
+    # one uploader: the content decides that the first file is a run and the second qrels
+    upload_files(page, run_file)
     expect(page.get_by_test_id("stAlert").filter(has_text=f"Loaded run {RUN_NAME}")).to_be_visible()
 
-    uploader(page, "Upload qrels").set_input_files(qrels_file)
-    wait_for_app(page)
-    expect(page.get_by_test_id("stAlert").filter(has_text="Loaded qrels")).to_be_visible()
-    # The uploads are selectable in the sidebar beside the demo datasets.
+    upload_files(page, qrels_file)
+    expect(page.get_by_test_id("stAlert").filter(has_text="Loaded qrels small")).to_be_visible()
+    # The uploads are what the sidebar selects, alone: the demo left with the first of them.
     sidebar = page.get_by_test_id("stSidebar")
-    expect(sidebar.get_by_test_id("stMultiSelect")).to_contain_text(RUN_NAME)
+    runs_box = sidebar.get_by_test_id("stMultiSelect")
+    expect(runs_box).to_contain_text(RUN_NAME)
+    expect(runs_box).not_to_contain_text("demo")
     expect(sidebar.get_by_role("combobox", name="Qrels")).to_have_value("small")  # the upload is active
+    expect(sidebar).to_contain_text("1 run · 1 qrels loaded")
     assert_no_crash(page)
     screenshot(page, "data")
 
@@ -168,7 +165,7 @@ def test_upload_run_and_qrels_then_metrics(app_server, page, tmp_path: Path, got
 
 
 def test_bad_upload_shows_readable_error_and_keeps_datasets(
-    app_server, page, tmp_path: Path, goto, wait_for_app, screenshot
+    app_server, page, tmp_path: Path, goto, wait_for_app, screenshot, upload_files
 ):
     good = tmp_path / "good.trec"
     good.write_text(RUN_TREC)
@@ -176,26 +173,26 @@ def test_bad_upload_shows_readable_error_and_keeps_datasets(
     bad.write_text(f"q1 Q0 d1 1 2.5 {RUN_NAME}_bad\nq1 Q0 d2 2 not-a-number {RUN_NAME}_bad\n")
 
     goto(page, f"{app_server}/datasets")
-    uploader(page, "Upload runs").set_input_files(good)
-    wait_for_app(page)
+    upload_files(page, good)
     expect(page.get_by_test_id("stAlert").filter(has_text=f"Loaded run {RUN_NAME}")).to_be_visible()
     counts = page.get_by_test_id("stSidebar").get_by_test_id("stCaptionContainer").filter(has_text="loaded")
+    expect(counts).to_contain_text("1 run loaded")  # the user's run alone: the demo left
     loaded_before = counts.inner_text()
 
-    uploader(page, "Upload runs").set_input_files(bad)
-    wait_for_app(page)
+    upload_files(page, bad)
     error = page.get_by_test_id("stAlert").filter(has_text="broken.trec")
     expect(error).to_have_count(1)
     expect(error).to_contain_text("line 2")  # names the file and the offending line
     assert_no_crash(page)
     screenshot(page, "data-bad-upload")
 
-    # Nothing previously loaded is lost, and nothing from the bad file was added.
+    # Nothing previously loaded is lost, nothing from the bad file was added, and the failed
+    # upload did not bring the demo back.
     runs_box = page.get_by_test_id("stSidebar").get_by_test_id("stMultiSelect")
     expect(runs_box).to_contain_text(RUN_NAME)
-    expect(runs_box).to_contain_text("bm25")  # a demo run
     expect(runs_box).not_to_contain_text(f"{RUN_NAME}_bad")
-    expect(counts).to_have_text(loaded_before)  # e.g. "5 run · 1 qrels loaded ..."
+    expect(runs_box).not_to_contain_text("demo")
+    expect(counts).to_have_text(loaded_before)  # "1 run loaded — manage them on the Data page."
 
 
 def check_deep_link(start_server, page, goto, path: str, title: str) -> None:

@@ -1,4 +1,5 @@
-"""Browser test of the Fusion page: fuse two demo runs and download the fused TREC run."""
+"""Browser tests of the Fusion page: fuse two demo runs and download the fused TREC run; uploaded
+runs are fused alone, warned about against foreign qrels."""
 
 from __future__ import annotations
 
@@ -21,8 +22,14 @@ def test_fuse_two_demo_runs_and_download(page, app_server, goto, wait_for_app, s
     wait_for_app(page)
     main = page.get_by_test_id("stMain")
     expect(main.get_by_role("heading", name="Fusion").first).to_be_visible(timeout=30_000)
-    # drop the graph run: two demo runs remain (dense + sparse)
+    # Fusion starts from the sidebar's runs; the demo's three first-stage retrievers are a click away
+    main.get_by_role("button", name="Fuse the demo's three first-stage retrievers instead").click()
+    wait_for_app(page)
     select = main.get_by_test_id("stMultiSelect").first
+    for retriever in ("dense (e5)", "sparse (bm25)", "graph (entities)"):
+        expect(select.locator(f'span[title^="{retriever}"]:visible')).to_have_count(1)
+    expect(select.locator("[data-tag]:visible")).to_have_count(3)
+    # drop the graph run: two demo runs remain (dense + sparse)
     select.locator("input").first.click()  # the last chip is the graph run: Backspace removes it
     page.keyboard.press("Backspace")
     page.keyboard.press("Escape")
@@ -52,10 +59,11 @@ QRELS = "q1 0 a 1\nq2 0 d 1\n"
 
 
 def test_fusion_opens_on_uploaded_runs_and_warns_about_foreign_qrels(
-    page, app_server, goto, wait_for_app, screenshot, tmp_path
+    page, app_server, goto, wait_for_app, screenshot, tmp_path, upload_files
 ):
-    """Issue 11: uploaded runs are what Fusion fuses; against qrels sharing none of their
-    queries (the demo's) a warning gives the counts; with their own qrels it is gone."""
+    """Issue 11: uploaded runs are what Fusion fuses, alone (the demo left with them); against
+    qrels sharing none of their queries (the demo's, loaded with "Load the demo data") a warning
+    gives the counts; with their own qrels it is gone."""
     from playwright.sync_api import expect
 
     files = {}
@@ -63,12 +71,17 @@ def test_fusion_opens_on_uploaded_runs_and_warns_about_foreign_qrels(
         files[name] = tmp_path / name
         files[name].write_text(text)
     goto(page, f"{app_server}/datasets")
-    runs_input = page.get_by_test_id("stFileUploader").filter(has_text="Upload runs")
-    runs_input.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([files["x.run"], files["y.run"]])
+    upload_files(page, files["x.run"], files["y.run"])  # two runs at once, each named by its tag
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_test_id("stAlert").filter(has_text="Loaded run")).to_have_count(2)
+    # the demo's qrels on request: they share none of the runs' queries; the sidebar's runs stay
+    main.get_by_role("button", name="Load the demo data").click()
     wait_for_app(page)
+    expect(main.get_by_test_id("stAlert").filter(has_text="Loaded the demo data")).to_be_visible()
+    qrels_box = page.get_by_test_id("stSidebar").get_by_role("combobox", name="Qrels")
+    expect(qrels_box).not_to_have_value("")
     page.get_by_test_id("stSidebarNavLink").filter(has_text="Fusion").first.click()
     wait_for_app(page)
-    main = page.get_by_test_id("stMain")
     picker = main.get_by_test_id("stMultiSelect").first
     expect(picker.locator('span[title="x"]')).to_have_count(1)
     expect(picker.locator('span[title="y"]')).to_have_count(1)
@@ -78,13 +91,12 @@ def test_fusion_opens_on_uploaded_runs_and_warns_about_foreign_qrels(
     expect(warning).to_contain_text("(run: 2 queries, qrels: ")
     screenshot(page, "fusion-uploaded-runs-foreign-qrels")
 
-    page.get_by_test_id("stSidebarNavLink").filter(has_text="Data").first.click()
-    wait_for_app(page)
-    qrels_input = page.get_by_test_id("stFileUploader").filter(has_text="Upload qrels")
-    qrels_input.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(files["mine.qrels"])
-    wait_for_app(page)
+    upload_files(page, files["mine.qrels"])  # through the navigation: Fusion -> Data
+    expect(main.get_by_test_id("stAlert").filter(has_text="Loaded qrels mine")).to_be_visible()
+    expect(qrels_box).to_have_value("mine")
     page.get_by_test_id("stSidebarNavLink").filter(has_text="Fusion").first.click()
     wait_for_app(page)
+    expect(picker.locator('span[title="x"]')).to_have_count(1)
     expect(main.get_by_role("heading", name="Evaluation").first).to_be_visible()
     expect(main.get_by_test_id("stAlert").filter(has_text="shares no queries")).to_have_count(0)
     expect(main.get_by_test_id("stException")).to_have_count(0)

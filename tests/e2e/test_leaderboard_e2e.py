@@ -1,4 +1,5 @@
-"""Browser test of the Leaderboard page: demo table, bootstrap on demand, a bad upload."""
+"""Browser tests of the Leaderboard page: demo table, bootstrap on demand, votes uploaded on the Data
+page (a bad file, then the user's own votes), downloads and themes."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def _open_leaderboard(page, app_server, goto, wait_for_app):
     expect(page.get_by_role("heading", name="Leaderboard").first).to_be_visible(timeout=30_000)
 
 
-def test_leaderboard_page_end_to_end(page, app_server, goto, wait_for_app, screenshot, tmp_path):
+def test_leaderboard_page_end_to_end(page, app_server, goto, wait_for_app, screenshot, tmp_path, upload_files):
     from playwright.sync_api import expect
 
     _open_leaderboard(page, app_server, goto, wait_for_app)
@@ -33,15 +34,31 @@ def test_leaderboard_page_end_to_end(page, app_server, goto, wait_for_app, scree
     wait_for_app(page)
     expect(main.get_by_text("Bootstrap percentile intervals from 1,000 rounds").first).to_be_visible(timeout=60_000)
     screenshot(page, "leaderboard-bootstrap")
-    # a bad upload shows one readable error naming file and line, no traceback
+    # votes come in on the Data page: a bad file shows one readable error naming file and line,
+    # no traceback, and adds nothing (the Leaderboard still rates the demo's votes)
     bad = tmp_path / "broken_votes.csv"
     bad.write_text("model_a,model_b,winner\na,b,a\nb,c,perhaps\n")
-    main.get_by_text("Upload votes").first.click()
-    main.get_by_test_id("stFileUploaderDropzoneInput").set_input_files(str(bad))
-    wait_for_app(page)
-    expect(main.get_by_text("broken_votes.csv, line 3").first).to_be_visible(timeout=30_000)
+    upload_files(page, bad)
+    error = main.get_by_test_id("stAlert").filter(has_text="broken_votes.csv, line 3")
+    expect(error).to_have_count(1, timeout=30_000)
     expect(main.get_by_test_id("stException")).to_have_count(0)
+    expect(page.get_by_text("Traceback")).to_have_count(0)
     screenshot(page, "leaderboard-bad-upload")
+    sidebar = page.get_by_test_id("stSidebar")
+    expect(sidebar).to_contain_text("Demo data:")
+    # good votes: the sidebar's votes, which the Leaderboard starts from; the demo's leave
+    good = tmp_path / "my_votes.csv"
+    good.write_text("model_a,model_b,winner\n" + "alpha,beta,model_a\nbeta,gamma,model_a\nalpha,gamma,tie\n" * 4)
+    upload_files(page, good)
+    expect(main.get_by_test_id("stAlert").filter(has_text="Loaded votes file my_votes")).to_have_count(1)
+    expect(sidebar.get_by_role("combobox", name="Votes")).to_have_value("my_votes")
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Leaderboard").first.click()
+    wait_for_app(page)
+    expect(main.get_by_role("combobox", name="Votes")).to_have_value("my_votes")
+    grid = main.get_by_test_id("stDataFrame").first
+    expect(grid.locator("[role=gridcell]", has_text="alpha").first).to_be_attached(timeout=30_000)
+    expect(grid.locator("[role=gridcell]", has_text="orca-ultra")).to_have_count(0)
+    expect(main.get_by_test_id("stException")).to_have_count(0)
 
 
 def test_leaderboard_top_of_page_and_figure_downloads(page, app_server, goto, wait_for_app, screenshot, tmp_path):

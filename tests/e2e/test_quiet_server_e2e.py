@@ -1,6 +1,7 @@
 """Browser: a quiet, offline server (issue 11). Walking every page of a fresh server, started
-as `make run` starts it, the browser asks no host but the app's (the favicon is a local file,
-not a Material icon from a web font host) and the server log holds no warning."""
+as `make run` starts it, on the demo and again after an upload on the Data page, the browser
+asks no host but the app's (the favicon is a local file, not a Material icon from a web font
+host) and the server log holds no warning."""
 
 from __future__ import annotations
 
@@ -60,7 +61,12 @@ def logged_server(chromium_path: str, tmp_path: Path) -> Iterator[tuple[str, Pat
             proc.wait(timeout=5)
 
 
-def test_walk_every_page_offline_and_quietly(logged_server, page, goto, wait_for_app):
+#: the user's own data, dropped together into the Data page's one uploader
+RUN = "q1 Q0 d1 1 2.0 mine\nq1 Q0 d2 2 1.0 mine\nq2 Q0 d3 1 1.0 mine\nq2 Q0 d4 2 1.0 mine\n"
+QRELS = "q1 0 d1 1\nq2 0 d4 1\n"
+
+
+def test_walk_every_page_offline_and_quietly(logged_server, page, goto, wait_for_app, upload_files, tmp_path):
     from playwright.sync_api import expect
 
     url, log_path = logged_server
@@ -70,13 +76,23 @@ def test_walk_every_page_offline_and_quietly(logged_server, page, goto, wait_for
     icon = page.locator("link[rel~='icon']").first.get_attribute("href") or ""
     assert "material" not in icon and "gstatic" not in icon and "googleapis" not in icon, icon
     assert not urlparse(icon).netloc or urlparse(icon).netloc == urlparse(url).netloc, icon
-    for title in PAGES:
-        page.get_by_test_id("stSidebarNavLink").filter(has_text=title).first.click()
-        wait_for_app(page)
-        expect(page.get_by_test_id("stMain").locator("h1").first).to_be_visible()
-        assert not page.get_by_test_id("stException").count(), title
+
+    def walk() -> None:
+        for title in PAGES:
+            page.get_by_test_id("stSidebarNavLink").filter(has_text=title).first.click()
+            wait_for_app(page)
+            expect(page.get_by_test_id("stMain").locator("h1").first).to_be_visible()
+            assert not page.get_by_test_id("stException").count(), title
+
+    walk()  # on the demo
     # the sidebar counts are pluralised and whole run names are listed in the runs' help
     expect(page.get_by_test_id("stSidebar")).to_contain_text("runs selected of")
+    # then on the user's own run and qrels, uploaded together: the upload path is quiet too
+    (tmp_path / "mine.trec").write_text(RUN)
+    (tmp_path / "mine.qrels").write_text(QRELS)
+    upload_files(page, tmp_path / "mine.trec", tmp_path / "mine.qrels")
+    expect(page.get_by_test_id("stSidebar")).to_contain_text("1 run · 1 qrels loaded")
+    walk()
     # back to Home in a new session too (deep links), then read the log
     for path in ("overview", "evaluate", "fuse"):
         goto(page, f"{url}/{path}")

@@ -40,10 +40,13 @@ def test_rerank_deep_link_runs_inside_the_app_frame(page, app_server, goto):
     expect(main.get_by_text("Estimate before running").first).to_be_visible()
 
 
-def test_rerank_setwise_on_a_subset_and_a_hostile_upload(page, app_server, goto, wait_for_app, screenshot, tmp_path):
+def test_rerank_setwise_on_a_subset_and_a_hostile_upload(
+    page, app_server, goto, wait_for_app, screenshot, tmp_path, upload_files
+):
     """Issue 14/11 in the browser: setwise from the table-driven menu with its parameters and the
     bounds of its estimate; 2 of 14 queries reranked and evaluated over those 2; a candidates
-    JSONL nested 100,000 levels deep gives one readable error naming file and line."""
+    JSONL nested 100,000 levels deep, dropped into the Data page's uploader, gives one readable
+    error naming file and line and adds nothing."""
     from playwright.sync_api import expect
 
     goto(page, f"{app_server}/llm-rerank")
@@ -72,12 +75,15 @@ def test_rerank_setwise_on_a_subset_and_a_hostile_upload(page, app_server, goto,
         + b"]" * 100_000
         + b"}]}\n"
     )
-    main.get_by_text("Upload candidates").first.click()
-    main.get_by_test_id("stFileUploader").filter(has_text="Candidates JSONL").get_by_test_id(
-        "stFileUploaderDropzoneInput"
-    ).set_input_files(str(deep))
-    wait_for_app(page)
-    expect(main.get_by_text("deep.jsonl, line 1").first).to_be_visible(timeout=30_000)
+    upload_files(page, deep)  # candidates come in on the Data page: its one uploader
+    expect(main.get_by_role("heading", level=1, name="Data")).to_be_visible()
+    expect(main.get_by_test_id("stAlert").filter(has_text="deep.jsonl, line 1")).to_have_count(1, timeout=30_000)
     expect(main.get_by_test_id("stException")).to_have_count(0)
     expect(page.get_by_text("Traceback")).to_have_count(0)
+    # nothing was added: the session still shows the demo, whose candidates the Rerank page reranks
+    expect(page.get_by_test_id("stSidebar")).to_contain_text("Demo data:")
     screenshot(page, "rerank-deep-upload")
+    page.get_by_test_id("stSidebarNavLink").filter(has_text="Rerank").first.click()
+    wait_for_app(page)
+    expect(main.get_by_text("Estimate before running").first).to_be_visible(timeout=30_000)
+    expect(main.get_by_test_id("stException")).to_have_count(0)
