@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from core.data import Qrels, Run
+from core.demo import load_demo
 from core.workspace import Workspace
 from core.workspace.file import load_workspace, save_workspace
 from core.workspace.sources import DIR_ENV
@@ -17,7 +18,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("browser")]
 
 def _saved_workspace(path) -> None:
     ws = Workspace()
-    ws.ensure_demo("evaluation")
+    ws.add_all(load_demo("evaluation"), origin="demo")
     run = Run.from_table(
         pa.table(
             {
