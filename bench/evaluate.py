@@ -26,6 +26,10 @@ both files with a Python reader, ``RelevanceEvaluator`` on the same 4 measures, 
 of the same per-query document), alternating, median of ``--repeat`` rounds each, everything
 counted (interpreter start, imports, exit); and ``python -m core --help`` (best of 5).
 
+Intervals (issue 22): the same whole process with ``--ci bootstrap --rounds 10000`` (and with
+``--ci t``) against it without, alternating, median of ``--repeat`` rounds each, on both runs:
+the seconds the interval adds (target: at most 1 s for the bootstrap).
+
 Prints a table per pair (seconds, ratio vs RankLens, peak RSS per phase), checks the issue's
 targets and checks that RankLens' ``trec`` values equal pytrec_eval's means to 1e-9.
 
@@ -33,6 +37,7 @@ targets and checks that RankLens' ``trec`` values equal pytrec_eval's means to 1
     python bench/evaluate.py --queries 500 --docs 100 --skip-peers
     python bench/evaluate.py --keep /tmp/msmarco  # keep (and later reuse) the files
     python bench/evaluate.py --profile            # + cProfile of RankLens' cold path
+    python bench/evaluate.py --keep /tmp/msmarco --ci-only   # only the seconds --ci adds
 """
 
 from __future__ import annotations
@@ -101,7 +106,21 @@ RANX_METRICS = {
     "rprec": "r-precision",
 }
 TOLERANCE = 1e-9
-TARGETS = {"cold": 3.0, "reeval": 1.0, "peak_mb": 1.5 * 1024, "pytrec": 4.0, "ranx": 10.0, "process": 4.0, "help": 0.3}
+TARGETS = {
+    "cold": 3.0,
+    "reeval": 1.0,
+    "peak_mb": 1.5 * 1024,
+    "pytrec": 4.0,
+    "ranx": 10.0,
+    "process": 4.0,
+    "help": 0.3,
+    "ci": 1.0,
+}
+#: ``--ci`` cases of `bench_ci`: label -> the options added to the whole process
+CI_CASES = {
+    "--ci bootstrap --rounds 10000": ["--ci", "bootstrap", "--rounds", "10000"],
+    "--ci t": ["--ci", "t"],
+}
 
 #: Whole-process comparison: RankLens metric -> pytrec_eval measure (4 metrics, as in issue 9).
 PROCESS_METRICS = {"mrr": "recip_rank", "ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map": "map"}
@@ -400,6 +419,44 @@ def _process_row(label: str, item: dict[str, float], ref: dict[str, float] | Non
     ]
 
 
+def bench_ci(args: argparse.Namespace, directory: Path, run_kind: str, qrels_kind: str = "binary") -> dict[str, Any]:
+    """Whole processes, alternating: ``python -m core evaluate`` as in `bench_process`, then
+    the same with each of `CI_CASES`; ``args.repeat`` rounds; medians and the seconds added."""
+    run, qrels = str(directory / RUN_FILES[run_kind][0]), str(directory / QRELS_FILES[qrels_kind])
+    base_cmd = [sys.executable, "-m", "core", "evaluate", "--run", run, "--qrels", qrels]
+    base_cmd += ["--metrics", ",".join(PROCESS_METRICS), "--ties", PROCESS_TIES, "--format", "json"]
+    timings: dict[str, list[dict[str, float]]] = {"": [], **{label: [] for label in CI_CASES}}
+    with tempfile.TemporaryDirectory(prefix="bench-ci-") as tmp:
+        out = Path(tmp) / "out.json"
+        for _ in range(args.repeat):
+            timings[""].append(run_process(base_cmd, out, cwd=ROOT))
+            for label, extra in CI_CASES.items():
+                timings[label].append(run_process([*base_cmd, *extra], out, cwd=ROOT))
+                if "ci" not in json.loads(out.read_text()):
+                    raise RuntimeError(f"{label}: no intervals in the output")
+    medians = {label: _median_phase(items) for label, items in timings.items()}
+    return {"run": run_kind, "qrels": qrels_kind, "medians": medians}
+
+
+def ci_table(results: list[dict[str, Any]], repeat: int) -> str:
+    rows = []
+    for res in results:
+        base = res["medians"][""]
+        rows.append([f"{res['run']} x {res['qrels']}: evaluate (4 metrics, json)", fmt_seconds(base["seconds"]),
+                     fmt_seconds(base["cpu"]), "", "", fmt_mb(base["peak_mb"])])  # fmt: skip
+        for label in CI_CASES:
+            item = res["medians"][label]
+            added, added_cpu = item["seconds"] - base["seconds"], item["cpu"] - base["cpu"]
+            verdict = _verdict(added, TARGETS["ci"], "s", cpu=added_cpu) if "bootstrap" in label else f"{added:+.2f} s"
+            rows.append([f"  + {label}", fmt_seconds(item["seconds"]), fmt_seconds(item["cpu"]),
+                         f"{added:+.2f}", verdict, fmt_mb(item["peak_mb"])])  # fmt: skip
+    title = (
+        f"--ci (issue 22): whole processes, median of {repeat} alternating runs; added = with - without "
+        f"(target: bootstrap, 10,000 rounds, adds <= {TARGETS['ci']:.0f} s; CPU seconds added in brackets):"
+    )
+    return title + "\n" + format_table(["process", "wall s", "cpu s", "added s", "target", "peak RSS"], rows)
+
+
 def bench_help(rounds: int = 5) -> float:
     """Best wall time of ``python -m core --help`` over ``rounds`` processes."""
     with tempfile.TemporaryDirectory(prefix="bench-help-") as tmp:
@@ -587,10 +644,14 @@ def main_bench(args: argparse.Namespace) -> int:
             )
         if args.profile:
             return profile(args, directory)
+        if args.ci_only:
+            print("\n" + ci_table([bench_ci(args, directory, kind) for kind in RUN_FILES], args.repeat))
+            return 0
         results = [
             bench_pair(args, directory, run_kind, qrels_kind) for run_kind in RUN_FILES for qrels_kind in QRELS_FILES
         ]
         print_summary(args, results)
+        print("\n" + ci_table([bench_ci(args, directory, kind) for kind in RUN_FILES], args.repeat))
     finally:
         if tmp is not None:
             tmp.cleanup()
@@ -788,6 +849,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--docs", type=int, default=1000, help="documents per query (default 1,000)")
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--skip-peers", action="store_true", help="time RankLens only")
+    parser.add_argument("--ci-only", action="store_true", help="only the seconds --ci adds to the whole process")
     parser.add_argument("--keep", metavar="DIR", help="write the files to DIR and keep them (reused if they match)")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of the re-evaluation timings")
     parser.add_argument("--profile", action="store_true", help="instead of the table, cProfile RankLens' cold path")

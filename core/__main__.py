@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {evaluate,answers,fuse,leaderboard,rerank,demo,workspace} ...``.
+"""Command line: ``python -m core {evaluate,check,answers,fuse,leaderboard,rerank,demo,workspace} ...``.
 
 Each subcommand lives in ``core/cli/<name>.py`` with ``add_arguments(parser)`` and
 ``run(args) -> int``; modules are imported only when their subcommand runs.

@@ -62,13 +62,21 @@ def test_evaluate_report_is_the_export_of_the_same_evaluation(files, capsys, fmt
     table = evaluate_policies(runs, qrels, "mrr@10,p@1")
     tied = evaluate(runs, qrels, "mrr@10,p@1", ties="expected")
     sig = all_pairs(
-        tied.per_query, ["mrr@10", "precision@1"], test="randomisation", correction="holm", n_permutations=10_000
+        tied.per_query,
+        ["mrr@10", "precision@1"],
+        test="randomisation",
+        correction="holm",
+        n_permutations=10_000,
+        pessimistic=evaluate(runs, qrels, "mrr@10,p@1", ties="pessimistic").per_query,
+        optimistic=evaluate(runs, qrels, "mrr@10,p@1", ties="optimistic").per_query,
     )
     write = export.metrics_markdown if fmt == "markdown" else export.metrics_latex
     assert out == write(table, [r.name for r in runs], ["mrr@10", "precision@1"], significance=sig)
     # run a is never worse and better on every query: significant (Holm over one pair), letter b
     assert ("**0.8750**<sup>b</sup>" if fmt == "markdown" else r"\textbf{0.8750}$^{b}$") in out
     assert "Holm correction" in out and "10,000 permutations" in out
+    # a's worst case (pessimistic: rank 2 in its tied queries) still beats b's rank 3: robust
+    assert sig.worst_case and "Every significant difference is robust to ties" in out
 
 
 def test_evaluate_report_uses_the_traditional_order_and_one_run_has_no_test(files, capsys):

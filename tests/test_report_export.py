@@ -48,17 +48,41 @@ def _policy_table() -> pd.DataFrame:
 
 
 def _significance():
-    """Per-query values where runs 1 and 2 beat run 3 on both metrics (t-test, Holm)."""
+    """Per-query values where runs 1 and 2 beat run 3 on both metrics (t-test, Holm), and
+    run 2 beats run 1 on both; the ties checked: run 2's pessimistic mrr@10 values fall below
+    run 1's, so that one win is not robust (marked †), every other is."""
     rng = np.random.default_rng(11)
     n = 25
     base = rng.uniform(0.3, 0.7, n)
-    frames = []
+    frames, pessimistic = [], []
     for run, shift in zip(RUNS, (0.3, 0.32, 0.0), strict=True):
         noise = rng.normal(0, 0.01, n)
-        frames.append(
-            pd.DataFrame({"run": run, "qid": range(n), "mrr@10": base + shift + noise, "ndcg@10": base + shift})
-        )
-    return all_pairs(pd.concat(frames), METRICS, test="t-test", correction="holm")
+        frame = pd.DataFrame({"run": run, "qid": range(n), "mrr@10": base + shift + noise, "ndcg@10": base + shift})
+        frames.append(frame)
+        worst = frame.copy()
+        if run == RUNS[1]:
+            worst["mrr@10"] = base + 0.28
+        pessimistic.append(worst)
+    return all_pairs(
+        pd.concat(frames),
+        METRICS,
+        test="t-test",
+        correction="holm",
+        pessimistic=pd.concat(pessimistic),
+        optimistic=pd.concat(frames),
+    )
+
+
+def _intervals():
+    """Hand-made intervals of the tie-aware values: run 2 lies entirely above run 3 on both
+    metrics, runs 1 and 2 overlap."""
+    from core.intervals import IntervalSpec, RunIntervals, tiers
+
+    mean = np.array([[0.41234, 0.50004], [0.46666, 0.50004], [0.12, 0.2]])
+    low, high = mean - 0.05, mean + 0.05
+    return RunIntervals(
+        tuple(RUNS), tuple(METRICS), IntervalSpec("t"), "expected", 25, mean, low, high, tiers(low, high)
+    )
 
 
 def test_metrics_markdown_golden():
@@ -66,7 +90,8 @@ def test_metrics_markdown_golden():
     _golden("metrics_summary.md", text)
     assert "| a | bm25\\_base |" in text
     assert "dense &amp; &lt;rerank&gt;\\|v2" in text  # one cell, no HTML
-    assert "**0.4667**<sup>ac</sup>" in text  # best tie-aware mrr@10, beats runs a and c
+    assert "**0.4667**<sup>a†c</sup>" in text  # best tie-aware mrr@10, beats runs a (not robust to ties) and c
+    assert "† after a letter: not robust to ties" in text
     assert "0.0000" in text and "-0.0000" not in text
     assert "Holm correction over the 3 pairs of each metric" in text and "trec\\_eval order" in text
 
@@ -78,7 +103,20 @@ def test_metrics_latex_golden():
     assert r"\toprule" in text and r"\midrule" in text and r"\bottomrule" in text
     assert r"run\#3 \$x\textasciicircum{}2\$ \{a\}" in text
     assert r"dense \& \textless{}rerank\textgreater{}\textbar{}v2" in text
-    assert r"\textbf{0.4667}$^{ac}$" in text and "input order" in text and r"$\alpha$ = 0.05" in text
+    assert r"\textbf{0.4667}$^{a{\dagger}c}$" in text and "input order" in text and r"$\alpha$ = 0.05" in text
+    assert r"$^\dagger$ after a letter: not robust to ties" in text
+
+
+def test_metrics_markdown_and_latex_with_intervals_golden():
+    md = export.metrics_markdown(_policy_table(), RUNS, METRICS, significance=_significance(), intervals=_intervals())
+    tex = export.metrics_latex(_policy_table(), RUNS, METRICS, significance=_significance(), intervals=_intervals())
+    _golden("metrics_summary_ci.md", md)
+    _golden("metrics_summary_ci.tex", tex)
+    assert "| mrr@10 95% CI | mrr@10 tier |" in md and "| [0.417, 0.517] | 1 |" in md
+    assert "| [0.070, 0.170] | 3 |" in md  # run c: both others lie entirely above it
+    assert "CI: 95% t intervals of the mean over queries, of the per-query expected values" in md
+    assert r"\multicolumn{5}{c}{mrr@10}" in tex and r"\cmidrule(lr){3-7} \cmidrule(lr){8-12}" in tex
+    assert r"95\% CI & Tier" in tex and "{clrrccrrrccr}" in tex
 
 
 def test_metrics_without_significance_and_refused_policy():

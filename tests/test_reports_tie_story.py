@@ -105,6 +105,13 @@ def test_tie_range_figure():
 def _pairwise():
     from core.stats import all_pairs
 
+    per_query = _pairwise_values()
+    means = per_query.groupby("run", sort=False)["mrr@10"].mean()
+    table = pd.DataFrame({"run": means.index, "metric": "mrr@10", "trec": means.values, "expected": means.values})
+    return all_pairs(per_query, ["mrr@10"], test="t-test", correction="holm"), table
+
+
+def _pairwise_values() -> pd.DataFrame:
     rng = np.random.default_rng(0)
     qids = [f"q{i}" for i in range(40)]
     base = rng.random(40)
@@ -115,9 +122,17 @@ def _pairwise():
             "mrr@10": np.concatenate([base, base + 0.3, base + 0.001 * rng.standard_normal(40)]),
         }
     )
-    means = per_query.groupby("run", sort=False)["mrr@10"].mean()
-    table = pd.DataFrame({"run": means.index, "metric": "mrr@10", "trec": means.values, "expected": means.values})
-    return all_pairs(per_query, ["mrr@10"], test="t-test", correction="holm"), table
+    return per_query
+
+
+def all_pairs_checked():
+    """`_pairwise`'s runs with the ties checked: pessimistic = optimistic = the values (no ties)."""
+    from core.stats import all_pairs
+
+    per_query = _pairwise_values()
+    return all_pairs(
+        per_query, ["mrr@10"], test="t-test", correction="holm", pessimistic=per_query, optimistic=per_query
+    )
 
 
 def test_with_significance_letters_and_better_than():
@@ -141,7 +156,11 @@ def test_ranx_table_pairs_table_and_superscripts():
     assert {"run a", "run b", "mean a", "mean b", "Δ (b − a)", "p", "p (holm)", "significant", "better"} <= set(
         pairs.columns
     )
-    assert len(pairs) == 3
+    assert len(pairs) == 3 and "robust" not in pairs.columns  # the ties were not checked
+    checked = all_pairs_checked()
+    shown = reports.pairs_table(checked)
+    assert {"robust", "worst Δ (b − a)", "worst p", "worst p (holm)"} <= set(shown.columns)
+    assert shown["robust"].tolist() == [True, True, True]  # no ties: every verdict holds
     assert reports.one_run_significance("A") == (
         "Significance compares runs: only A is selected. Select two or more runs in the sidebar."
     )

@@ -112,6 +112,14 @@ class Leaderboard:
         models = self.plan.data.models
         return {models[k]: label.get(int(side[k]), "NaN") for k in np.flatnonzero(side != REFERENCE)}
 
+    @property
+    def tiers(self) -> pd.Series:
+        """Tier per listed model: its ``rank_ub``, which IS LMArena's tier (1 + the models
+        whose interval lies entirely above its own, `core.intervals.tiers`' rule, within the
+        model's component; the rating stands in for a missing interval). One number for the
+        Leaderboard and for runs (`core.intervals.RunIntervals.tier`), computed once."""
+        return self.table.set_index("model")["rank_ub"] if len(self.table) else pd.Series(dtype="int64")
+
     def rows(self) -> list[LeaderboardRow]:
         """The listed models as typed rows, in table order."""
         return table_rows(self.table)

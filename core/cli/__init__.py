@@ -19,6 +19,7 @@ if TYPE_CHECKING:
 #: name -> (module implementing add_arguments/run, one-line summary)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("core.cli.evaluate", "Evaluate runs against qrels under a tie policy."),
+    "check": ("core.cli.check", "Fail a pipeline when ties move a run's metrics beyond limits (exit 1)."),
     "answers": ("core.cli.answers", "Score generated answers against references (set F1, token F1, EM)."),
     "fuse": ("core.cli.fuse", "Fuse several runs (RRF and peers) into one TREC run."),
     "leaderboard": ("core.cli.leaderboard", "Bradley-Terry leaderboard from pairwise votes."),

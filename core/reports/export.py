@@ -5,8 +5,13 @@ Metrics summary (`metrics_markdown`, `metrics_latex`): one row per run, labelled
 letter (`core.stats.run_letter`); per metric the traditional value, the tie-aware value and the
 range ties allow (``[pessimistic, optimistic]``). The best value of each numeric column is in
 bold; a tie-aware value carries, as a superscript, the letters of the runs it is significantly
-better than (`core.stats.PairwiseTests.superscripts`, on tie-aware per-query values). The
-caption states the tie policy, the traditional order, the test and its correction.
+better than (`core.stats.PairwiseTests.superscripts`, on tie-aware per-query values), each
+letter followed by `core.stats.FRAGILE` (†) when that difference is not robust to ties
+(`core.stats.tie_robustness`: not significant with the winner's pessimistic per-query values
+against the loser's optimistic ones). With intervals (`core.intervals.RunIntervals`) each metric
+also has its confidence interval and tier (LMArena's rank: 1 + the runs whose interval lies
+entirely above). The caption states the tie policy, the traditional order, the test and its
+correction, the robustness check and the interval method.
 
 Leaderboard (`leaderboard_markdown`, `leaderboard_latex`, `leaderboard_csv`,
 `leaderboard_json`): the ranked models (`core.bt.TABLE_COLUMNS` and ``provisional``) with the
@@ -23,14 +28,15 @@ import json
 import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from core.bt import TABLE_COLUMNS, Leaderboard
-from core.stats import PairwiseTests, run_letter
+from core.intervals import RunIntervals
+from core.stats import FRAGILE, PairwiseTests, run_letter
 from core.ties import ORDER_LABELS, TRADITIONAL_ORDERS
 
 #: the export formats of each report (the CLI's ``--format`` choices beside its own)
@@ -102,7 +108,8 @@ class SummaryCell:
 class MetricsSummary:
     """The rows of the exported summary (`metrics_summary`): ``runs`` with their ``letters``;
     per metric the cells ``traditional``, ``tie_aware`` and ``range`` (text ``[low, high]``),
-    each a list in ``runs`` order; and the ``caption``."""
+    each a list in ``runs`` order; and the ``caption``. With intervals, per metric ``ci``
+    (text ``[low, high]``) and ``tier`` (text), and ``ci_label`` (``95% CI``); else empty."""
 
     runs: tuple[str, ...]
     letters: tuple[str, ...]
@@ -111,11 +118,17 @@ class MetricsSummary:
     tie_aware: dict[str, list[SummaryCell]]
     range: dict[str, list[str]]
     caption: str
+    ci: dict[str, list[str]] = field(default_factory=dict)
+    tier: dict[str, list[str]] = field(default_factory=dict)
+    ci_label: str = ""
 
 
-def metrics_caption(traditional: str = "trec", significance: PairwiseTests | None = None) -> str:
+def metrics_caption(
+    traditional: str = "trec", significance: PairwiseTests | None = None, intervals: RunIntervals | None = None
+) -> str:
     """What the summary shows, in one paragraph: the tie policy, the traditional order, the
-    significance test with its correction (or that none was run) and the bold rule."""
+    significance test with its correction (or that none was run) and its robustness to ties
+    (when checked), the intervals and tiers (when given) and the bold rule."""
     if traditional not in TRADITIONAL_ORDERS:
         raise ValueError(f"unknown traditional order {traditional!r}; expected one of {', '.join(TRADITIONAL_ORDERS)}")
     parts = [
@@ -130,6 +143,14 @@ def metrics_caption(traditional: str = "trec", significance: PairwiseTests | Non
             "Superscripts: the letters of the runs a tie-aware value is significantly better than "
             f"({significance.describe()}, on per-query tie-aware values)."
         )
+        note = significance.tie_note(FRAGILE)
+        if note:
+            parts.append(note)
+    if intervals is not None:
+        parts.append(
+            f"CI: {intervals.describe()}; tier: 1 + the runs whose interval lies entirely above this one's "
+            "(LMArena's rank)."
+        )
     parts.append("Best value per column in bold.")
     return " ".join(parts)
 
@@ -142,14 +163,16 @@ def metrics_summary(
     traditional: str = "trec",
     significance: PairwiseTests | None = None,
     digits: int = 4,
+    intervals: RunIntervals | None = None,
 ) -> MetricsSummary:
     """The summary's cells from ``table`` (`core.metrics.policy_table`: run, metric, the
     ``traditional`` order's column, expected, pessimistic, optimistic; a policy the core
     refused may be missing: its cells read `MISSING`). Best = the highest value of a column
-    once rounded to ``digits`` (every run equal to it is bold); the range uses ``digits - 1``
-    decimals, as the Metrics page does."""
+    once rounded to ``digits`` (every run equal to it is bold); the range and the intervals
+    use ``digits - 1`` decimals, as the Metrics page does. A letter of a win that is not
+    robust to ties is followed by `core.stats.FRAGILE`."""
     runs = list(runs)
-    marks = significance.superscripts() if significance is not None else {}
+    marks = significance.superscripts(FRAGILE) if significance is not None else {}
     trad_cells: dict[str, list[SummaryCell]] = {}
     tied_cells: dict[str, list[SummaryCell]] = {}
     ranges: dict[str, list[str]] = {}
@@ -181,6 +204,18 @@ def metrics_summary(
             MISSING if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.{digits - 1}f}, {hi:.{digits - 1}f}]"
             for lo, hi in zip(low, high, strict=True)
         ]
+    ci: dict[str, list[str]] = {}
+    tier: dict[str, list[str]] = {}
+    if intervals is not None:
+        for metric in metrics:
+            known = metric in intervals.metrics
+            ci[metric] = [
+                _interval(*intervals.interval(run, metric), digits - 1) if known and run in intervals.runs else MISSING
+                for run in runs
+            ]
+            tier[metric] = [
+                str(intervals.tier_of(run, metric)) if known and run in intervals.runs else MISSING for run in runs
+            ]
     return MetricsSummary(
         tuple(runs),
         tuple(run_letter(i) for i in range(len(runs))),
@@ -188,7 +223,10 @@ def metrics_summary(
         trad_cells,
         tied_cells,
         ranges,
-        metrics_caption(traditional, significance),
+        metrics_caption(traditional, significance, intervals),
+        ci,
+        tier,
+        f"{intervals.spec.level:.1%}".replace(".0%", "%") + " CI" if intervals is not None else "",
     )
 
 
@@ -205,30 +243,39 @@ def metrics_markdown(
     traditional: str = "trec",
     significance: PairwiseTests | None = None,
     digits: int = 4,
+    intervals: RunIntervals | None = None,
 ) -> str:
     """The summary (`metrics_summary`) as a Markdown table (GitHub / pandoc pipe table):
     columns ``#`` (the run's letter), ``Run``, then per metric ``<m> trad.``, ``<m>
-    tie-aware`` and ``<m> range``; bold best values, ``<sup>letters</sup>``; the caption in
-    italics under the table."""
-    s = metrics_summary(table, runs, metrics, traditional=traditional, significance=significance, digits=digits)
+    tie-aware`` and ``<m> range`` (with ``intervals`` also ``<m> 95% CI`` and ``<m> tier``);
+    bold best values, ``<sup>letters</sup>`` (``†`` after a letter not robust to ties); the
+    caption in italics under the table."""
+    s = metrics_summary(
+        table, runs, metrics, traditional=traditional, significance=significance, digits=digits, intervals=intervals
+    )
     header = ["#", "Run"]
     align = [":-:", ":--"]
     for m in s.metrics:
         name = escape_markdown(m)
         header += [f"{name} trad.", f"{name} tie-aware", f"{name} range"]
         align += ["--:", "--:", ":-:"]
+        if s.ci:
+            header += [f"{name} {escape_markdown(s.ci_label)}", f"{name} tier"]
+            align += [":-:", "--:"]
     lines = ["| " + " | ".join(header) + " |", "| " + " | ".join(align) + " |"]
     for i, run in enumerate(s.runs):
         row = [s.letters[i], escape_markdown(run)]
         for m in s.metrics:
             row += [_md_cell(s.traditional[m][i]), _md_cell(s.tie_aware[m][i]), s.range[m][i]]
+            if s.ci:
+                row += [s.ci[m][i], s.tier[m][i]]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines) + f"\n\n*{escape_markdown(s.caption)}*\n"
 
 
 def _tex_cell(cell: SummaryCell) -> str:
     text = r"\textbf{" + cell.text + "}" if cell.best else cell.text
-    return text + r"$^{" + cell.letters + "}$" if cell.letters else text
+    return text + r"$^{" + cell.letters.replace(FRAGILE, r"{\dagger}") + "}$" if cell.letters else text
 
 
 def metrics_latex(
@@ -240,25 +287,34 @@ def metrics_latex(
     significance: PairwiseTests | None = None,
     digits: int = 4,
     label: str = "tab:ranklens-metrics",
+    intervals: RunIntervals | None = None,
 ) -> str:
     """The summary (`metrics_summary`) as a LaTeX ``table`` with a booktabs ``tabular``
-    (``\\usepackage{booktabs}``): a spanning header per metric over Trad. / Tie-aware / Range,
-    ``\\textbf`` best values, ``$^{letters}$``, the caption and ``label``."""
-    s = metrics_summary(table, runs, metrics, traditional=traditional, significance=significance, digits=digits)
-    spec = "cl" + "rrc" * len(s.metrics)
-    top = " & ".join(["", ""] + [r"\multicolumn{3}{c}{" + escape_latex(m) + "}" for m in s.metrics])
-    rules = " ".join(rf"\cmidrule(lr){{{3 + 3 * k}-{5 + 3 * k}}}" for k in range(len(s.metrics)))
-    sub = " & ".join([r"\#", "Run"] + ["Trad.", "Tie-aware", "Range"] * len(s.metrics))
+    (``\\usepackage{booktabs}``): a spanning header per metric over Trad. / Tie-aware / Range
+    (with ``intervals`` also CI / Tier), ``\\textbf`` best values, ``$^{letters}$``
+    (``$^{a{\\dagger}}$`` for a win not robust to ties), the caption and ``label``."""
+    s = metrics_summary(
+        table, runs, metrics, traditional=traditional, significance=significance, digits=digits, intervals=intervals
+    )
+    width = 5 if s.ci else 3
+    spec = "cl" + ("rrccr" if s.ci else "rrc") * len(s.metrics)
+    top = " & ".join(["", ""] + [rf"\multicolumn{{{width}}}{{c}}{{" + escape_latex(m) + "}" for m in s.metrics])
+    rules = " ".join(rf"\cmidrule(lr){{{3 + width * k}-{2 + width * (k + 1)}}}" for k in range(len(s.metrics)))
+    columns = ["Trad.", "Tie-aware", "Range"] + ([escape_latex(s.ci_label), "Tier"] if s.ci else [])
+    sub = " & ".join([r"\#", "Run"] + columns * len(s.metrics))
     body = []
     for i, run in enumerate(s.runs):
         row = [s.letters[i], escape_latex(run)]
         for m in s.metrics:
             row += [_tex_cell(s.traditional[m][i]), _tex_cell(s.tie_aware[m][i]), s.range[m][i]]
+            if s.ci:
+                row += [s.ci[m][i], s.tier[m][i]]
         body.append(" & ".join(row).replace(MISSING, "---") + r" \\")
+    caption = escape_latex(s.caption).replace("α", r"$\alpha$").replace(FRAGILE, r"$^\dagger$")
     lines = [
         r"\begin{table}[t]",
         r"\centering",
-        r"\caption{" + escape_latex(s.caption).replace("α", r"$\alpha$") + "}",
+        r"\caption{" + caption + "}",
         r"\label{" + escape_latex(label) + "}",
         r"\begin{tabular}{" + spec + "}",
         r"\toprule",

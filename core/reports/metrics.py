@@ -252,10 +252,18 @@ def ranx_table(table: pd.DataFrame, tests: PairwiseTests, digits: int = 4) -> pd
     return out
 
 
+#: `core.stats.PAIR_COLUMNS` of the tie check (`PairwiseTests.worst_case`): shown only when it ran
+TIE_CHECK_COLUMNS: tuple[str, ...] = ("worst_delta", "worst_p_value", "worst_p_adjusted", "robust")
+
+
 def pairs_table(tests: PairwiseTests) -> pd.DataFrame:
     """`PairwiseTests.table` for display: every pair with both means, ``Δ (b − a)``, the raw
-    and adjusted p-values, whether it is significant and the better run."""
-    return tests.table.rename(
+    and adjusted p-values, whether it is significant and the better run; when the ties were
+    checked (`PairwiseTests.worst_case`) also ``robust`` and the challenging scenario's
+    ``worst Δ (b − a)``, ``worst p`` and corrected ``worst p`` (else those columns are left out)."""
+    corrected = f"p ({tests.correction})" if tests.correction != "none" else "p (uncorrected)"
+    table = tests.table if tests.worst_case else tests.table.drop(columns=list(TIE_CHECK_COLUMNS), errors="ignore")
+    return table.rename(
         columns={
             "run_a": "run a",
             "run_b": "run b",
@@ -263,7 +271,10 @@ def pairs_table(tests: PairwiseTests) -> pd.DataFrame:
             "mean_b": "mean b",
             "delta": "Δ (b − a)",
             "p_value": "p",
-            "p_adjusted": f"p ({tests.correction})" if tests.correction != "none" else "p (uncorrected)",
+            "p_adjusted": corrected,
+            "worst_delta": "worst Δ (b − a)",
+            "worst_p_value": "worst p",
+            "worst_p_adjusted": f"worst {corrected}",
         }
     )
 
