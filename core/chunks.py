@@ -15,7 +15,9 @@ chunk ranking against document judgements:
   judged document, best first). A later chunk of a document already seen counts as a
   non-relevant one.
 - ``dedup-then-cut``: keep each document's first chunk, drop its later chunks and renumber:
-  the metrics of the document ranking (Recall@10 over the first 10 distinct documents).
+  the metrics of the document ranking (Recall@10 over the first 10 distinct documents). The
+  metrics of holes in the judgements (`core.metrics.HOLE_FAMILIES`: judged@k, bpref, err@k,
+  infap) are given with this collapse only.
 
 Ten chunks of url_A ranked first and url_B's chunk 11th, both relevant: Recall@10 is 1/2
 under ``cut-then-dedup`` (the seed's) and 1 under ``dedup-then-cut``.
@@ -75,6 +77,7 @@ from core.errors import MetricError
 from core.indexes import index_in, qrels_index
 from core.metrics import (
     DEFAULT_METRICS,
+    HOLE_FAMILIES,
     Evaluation,
     Metric,
     Units,
@@ -246,8 +249,12 @@ def _mixed_groups(gi: np.ndarray, kind: np.ndarray, chunks: np.ndarray) -> np.nd
     return np.flatnonzero(bad[gi])
 
 
-def _kind(grade: np.ndarray, judged: np.ndarray, rel_level: int) -> np.ndarray:
-    """What a document contributes to every metric: relevance and nDCG gain in one code."""
+def _kind(grade: np.ndarray, judged: np.ndarray, rel_level: int, holes: bool = False) -> np.ndarray:
+    """What a document contributes to every metric: relevance and nDCG gain in one code; with
+    ``holes`` (a metric of `core.metrics.HOLE_FAMILIES`), its judgement itself (unjudged, or
+    which grade)."""
+    if holes:
+        return np.where(judged, 2 * grade + 1, 0)
     gain = np.where(judged, np.maximum(grade, 0), 0)
     rel = judged & (grade >= rel_level)
     return gain * 2 + rel
@@ -507,6 +514,13 @@ def _safe_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def _score_cut_then_dedup(
     run: Run, rows: ChunkRows, qrels: Qrels, metrics: Sequence[Metric], ties: str, rel_level: int
 ) -> dict[str, np.ndarray]:
+    holes = [m.name for m in metrics if m.family in HOLE_FAMILIES]
+    if holes:
+        raise MetricError(
+            f"{', '.join(holes)}: the metrics of holes in the judgements are given for chunk-level runs with the "
+            "dedup-then-cut collapse only (cut-then-dedup keeps chunk positions, where a document's later chunks "
+            "have no judgement of their own)"
+        )
     units: dict[str, Units] = {}
     entries: _Entries | None = None
     columns: dict[str, np.ndarray] = {}
@@ -525,12 +539,12 @@ def _score_cut_then_dedup(
 # ---------------------------------------------------------------------------------------
 # dedup-then-cut
 # ---------------------------------------------------------------------------------------
-def _check_dedup_expected(run: Run, rows: ChunkRows, rel_level: int) -> None:
+def _check_dedup_expected(run: Run, rows: ChunkRows, rel_level: int, holes: bool = False) -> None:
     """`MetricError` when the mean over orderings of tied chunks differs from the collapsed
     run's document-level mean (see the module docstring)."""
     judged_queries = np.flatnonzero(rows.qi >= 0)
     seen = first_seen(run, judged_queries, rows.pair)
-    kind = _kind(rows.grade[seen.row], rows.judged[seen.row], rel_level)
+    kind = _kind(rows.grade[seen.row], rows.judged[seen.row], rel_level, holes)
     bad = _mixed_groups(_group_index(seen.group), kind, seen.chunks)
     if len(bad):
         raise _refusal(run, rows, seen, bad, "the expected policy with dedup-then-cut")
@@ -553,7 +567,8 @@ def _score_dedup_then_cut(
             docs, doc_policy = collapse_chunks(run, chunk_map, name=run.name, order=policy), "given"
         else:  # tied documents: those whose best chunks tie
             if policy == "expected":
-                _check_dedup_expected(run, chunk_rows(run, chunk_map, qrels), rel_level)
+                holes = any(m.family in HOLE_FAMILIES for m in group)
+                _check_dedup_expected(run, chunk_rows(run, chunk_map, qrels), rel_level, holes)
             docs, doc_policy = collapse_chunks(run, chunk_map, name=run.name), policy
         plain = [Metric(m.family, m.k) for m in group]
         values = score_run(docs, qrels, plain, doc_policy, rel_level)

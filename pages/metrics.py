@@ -41,6 +41,9 @@ PRESETS = [
     "precision@10",
     "rprec",
     "mrr",
+    "judged@10",
+    "bpref",
+    "err@10",
 ]
 FOUR_DECIMALS = st.column_config.NumberColumn(format="%.4f")
 PERCENT = st.column_config.NumberColumn(format="percent")
@@ -87,8 +90,8 @@ with c4.popover("Metrics to evaluate", icon=":material/tune:", width="stretch"):
         key=state.EXTRA_METRICS,
         placeholder="e.g. ndcg@5, tmhits@20, P_5",
         bind="query-params",
-        help="Any metric name: mrr@k, hits@k, recall@k, precision@k, ndcg@k, map@k, rprec; trec_eval spellings "
-        "work too.",
+        help="Any metric name: mrr@k, hits@k, recall@k, precision@k, ndcg@k, map@k, rprec, judged@k, bpref, err@k; "
+        "trec_eval and ir_measures spellings work too.",
     )
 rel_level = int(
     c3.number_input(
@@ -104,17 +107,20 @@ trad = c2.selectbox(
     help=reports.ORDER_HELP,
 )
 parsed, bad_names = split_metrics([*chosen, *(m for m in extra.split(",") if m.strip())])
-metrics = tuple(parsed)
+policies = tuple(reports.policies_for(trad))
+kept, left_out = reports.split_by_policies(parsed, policies)  # infap: no optimistic / pessimistic
+metrics = tuple(kept)
 names = [m.name for m in metrics]
 figure_metric = c1.selectbox(
     "Figure metric", names, key="tie_metric", help="The metric of the figure below and of the summary's first view."
 )
 if bad_names is not None:  # every bad name at once; the page goes on with the others
     ui.show_error(bad_names, escape=True)
+for note in left_out:
+    st.info(ui.escape_markdown(note), icon=":material/info:")
 if not metrics:
     st.info("Choose at least one metric (Metrics to evaluate, above).")
     st.stop()
-policies = tuple(reports.policies_for(trad))
 
 with st.spinner("Evaluating…"):
     evaluations = cache.policy_evaluations(runs, qrels, metrics, policies, rel_level=rel_level)
@@ -136,6 +142,8 @@ coverage = [note for run in runs for note in coverage_warnings(run, qrels)]
 if coverage:
     with st.expander(f"⚠️ {len(coverage)} coverage warning(s): runs and qrels do not cover the same queries"):
         st.markdown("\n".join(f"- {ui.escape_markdown(note)}" for note in coverage))
+holes = cache.evaluate(tuple(runs), qrels, (reports.JUDGED_AT,), "expected", rel_level)  # judged@10, always
+st.caption(ui.escape_markdown(reports.judged_caption(holes)))
 
 o1, o2, o3, o4 = st.columns([2, 2, 2, 2])
 test = o1.selectbox(

@@ -6,9 +6,14 @@ on plain Python lists, independently of `core`:
 - a *ranking* is a list of docids, best first; ``judgements`` is ``{docid: grade}`` for one
   query; a document is relevant when ``grade >= rel_level``; the nDCG gain is
   ``max(grade, 0)`` (unjudged = 0), log2 discount, ideal = all judged gains sorted;
+- the metrics of holes in the judgements (judged@k, bpref, err@k, infap) read each position's
+  *label*: its grade, or None when unjudged; they are transcribed line by line from their
+  reference code (OpenNIR / ir_measures' Judged, trec_eval's ``m_bpref.c`` and ``m_infap.c``,
+  gdeval.pl's ``err``);
 - ``expected`` is the mean over EVERY ordering of every tie group (``itertools.permutations``);
 - ``optimistic`` / ``pessimistic`` / ``trec`` / ``input`` / ``given`` orders are built by plain
-  sorting (``input`` literally as the G-RAG notebook sorts: ``(-score[i], i)`` over file rows).
+  sorting (``input`` literally as the G-RAG notebook sorts: ``(-score[i], i)`` over file rows);
+  ``max`` / ``min`` are the extremes over every ordering.
 
 Queries are those of the qrels; a qrels query absent from the run scores 0 on everything.
 """
@@ -38,10 +43,6 @@ def split_name(name: str) -> tuple[str, int | None]:
 # ---------------------------------------------------------------------------------------
 # Single-ranking metrics (textbook / trec_eval definitions)
 # ---------------------------------------------------------------------------------------
-def _grades_of(ranking: Sequence[str], judgements: dict[str, int]) -> list[int]:
-    return [judgements.get(d, 0) for d in ranking]
-
-
 def reciprocal_rank(grades: Sequence[int], rel_level: int, k: int | None = None) -> float:
     for i, g in enumerate(grades):
         if k is not None and i >= k:
@@ -106,6 +107,94 @@ def ndcg(grades: Sequence[int], judgements: dict[str, int], k: int | None = None
     return dcg([max(g, 0) for g in grades], k) / ideal
 
 
+# ---------------------------------------------------------------------------------------
+# Metrics of holes in the judgements: labels are grades, None for an unjudged document
+# ---------------------------------------------------------------------------------------
+HOLE_FAMILIES = ("judged", "bpref", "err", "infap")
+Label = int | None
+
+
+def judged_at(labels: Sequence[Label], k: int | None = None) -> float:
+    """ir_measures' JudgedEvaluator: judged documents in the top k over min(k, retrieved)."""
+    cutoff = len(labels) if k is None else k
+    top = labels[:cutoff]
+    if not top:
+        return 0.0
+    return sum(1 for lab in top if lab is not None) / min(cutoff, len(top))
+
+
+def bpref(labels: Sequence[Label], judgements: dict[str, int], rel_level: int) -> float:
+    """trec_eval's te_calc_bpref: negative grades are pooled-but-unjudged, skipped like
+    documents absent from the qrels."""
+    num_rel = sum(1 for g in judgements.values() if g >= 0 and g >= rel_level)
+    num_nonrel = sum(1 for g in judgements.values() if 0 <= g < rel_level)
+    nonrel_so_far, total = 0, 0.0
+    for lab in labels:
+        if lab is None or lab < 0:
+            continue
+        if lab < rel_level:
+            nonrel_so_far += 1
+        elif nonrel_so_far > 0:
+            total += 1.0 - min(nonrel_so_far, num_rel) / min(num_nonrel, num_rel)
+        else:
+            total += 1.0
+    return total / num_rel if num_rel else 0.0
+
+
+def err(labels: Sequence[Label], k: int | None = None) -> float:
+    """gdeval.pl's ``err``: R = (2^g - 1) / 2^4 for a judged positive grade, else 0."""
+    score, decay = 0.0, 1.0
+    for i, lab in enumerate(labels if k is None else labels[:k]):
+        g = lab if lab is not None and lab > 0 else 0
+        r = (2**g - 1) / 2**4
+        score += r * decay / (i + 1)
+        decay *= 1 - r
+    return score
+
+
+INFAP_EPSILON = 0.00001
+
+
+def infap(labels: Sequence[Label], judgements: dict[str, int], rel_level: int) -> float:
+    """trec_eval's te_calc_infap, line by line (unjudged = RELVALUE_NONPOOL, a negative grade =
+    RELVALUE_UNJUDGED)."""
+    num_rel = sum(1 for g in judgements.values() if g >= 0 and g >= rel_level)
+    nonrel_so_far = rel_so_far = pool_unjudged_so_far = 0
+    inf_ap = 0.0
+    for j, lab in enumerate(labels):
+        if lab is None:
+            continue
+        if lab < 0:
+            pool_unjudged_so_far += 1
+            continue
+        if lab < rel_level:
+            nonrel_so_far += 1
+        else:
+            rel_so_far += 1
+            if j == 0:
+                inf_ap += 1.0
+            else:
+                fj = float(j)
+                inf_ap += 1.0 / (fj + 1.0) + (fj / (fj + 1.0)) * (
+                    (rel_so_far - 1 + nonrel_so_far + pool_unjudged_so_far) / fj
+                ) * ((rel_so_far - 1 + INFAP_EPSILON) / (rel_so_far - 1 + nonrel_so_far + 2 * INFAP_EPSILON))
+    return inf_ap / num_rel if num_rel else inf_ap
+
+
+def metric_on_labels(name: str, labels: Sequence[Label], judgements: dict[str, int], rel_level: int) -> float:
+    """One metric of one ranking given the labels down the list (grade, None if unjudged)."""
+    fam, k = split_name(name)
+    if fam == "judged":
+        return judged_at(labels, k)
+    if fam == "bpref":
+        return bpref(labels, judgements, rel_level)
+    if fam == "err":
+        return err(labels, k)
+    if fam == "infap":
+        return infap(labels, judgements, rel_level)
+    return metric_on_grades(name, [0 if lab is None else lab for lab in labels], judgements, rel_level)
+
+
 def metric_on_grades(name: str, grades: Sequence[int], judgements: dict[str, int], rel_level: int) -> float:
     """One metric of one ranking given the grades down the list (unjudged = 0)."""
     fam, k = split_name(name)
@@ -127,7 +216,7 @@ def metric_on_grades(name: str, grades: Sequence[int], judgements: dict[str, int
 
 
 def metric_on_ranking(name: str, ranking: Sequence[str], judgements: dict[str, int], rel_level: int) -> float:
-    return metric_on_grades(name, _grades_of(ranking, judgements), judgements, rel_level)
+    return metric_on_labels(name, [judgements.get(d) for d in ranking], judgements, rel_level)
 
 
 # ---------------------------------------------------------------------------------------
@@ -161,13 +250,24 @@ def order_input(docs: Sequence[tuple[str, float]]) -> list[str]:
 
 
 def order_optimistic(docs: Sequence[tuple[str, float]], judgements: dict[str, int]) -> list[str]:
-    """Score descending; inside a tie group the highest grades first."""
-    return [d for d, _ in sorted(docs, key=lambda x: (-x[1], -max(judgements.get(x[0], 0), 0)))]
+    """Score descending; inside a tie group the judged documents first, highest grades first."""
+
+    def key(x):
+        grade = judgements.get(x[0])
+        return (-x[1], grade is None, -(grade or 0))
+
+    return [d for d, _ in sorted(docs, key=key)]
 
 
 def order_pessimistic(docs: Sequence[tuple[str, float]], judgements: dict[str, int]) -> list[str]:
-    """Score descending; inside a tie group the lowest grades first (relevant last)."""
-    return [d for d, _ in sorted(docs, key=lambda x: (-x[1], max(judgements.get(x[0], 0), 0)))]
+    """Score descending; inside a tie group the unjudged documents first, then the judged ones
+    by grade ascending (relevant last)."""
+
+    def key(x):
+        grade = judgements.get(x[0])
+        return (-x[1], grade is not None, grade or 0)
+
+    return [d for d, _ in sorted(docs, key=key)]
 
 
 def order_given(entries: Sequence[tuple[int, Row]]) -> list[str]:
@@ -183,19 +283,24 @@ def label(grade: int) -> int:
 
 
 @lru_cache(maxsize=4096)
-def group_orderings(labels: tuple[int, ...]) -> Counter:
+def group_orderings(labels: tuple[Label, ...]) -> Counter:
     """Every ordering of one tie group (``itertools.permutations`` of its documents' labels),
     counted by the label sequence it produces."""
     return Counter(itertools.permutations(labels))
 
 
-def orderings(groups: Sequence[Sequence[str]], judgements: dict[str, int]) -> Counter:
+def orderings(groups: Sequence[Sequence[str]], judgements: dict[str, int], raw: bool = False) -> Counter:
     """Every ordering of every tie group, counted by the sequence of labels down the list
     (documents with equal labels are interchangeable for every metric, so the mean over
-    these counts is the mean over all orderings). Returns Counter{label tuple: count}."""
+    these counts is the mean over all orderings). Returns Counter{label tuple: count}.
+    ``raw`` labels are the grades themselves, None when unjudged (what the metrics of holes
+    in the judgements tell apart); else `label` (all the other metrics read)."""
     total: Counter = Counter({(): 1})
     for group in groups:
-        per_group = group_orderings(tuple(label(judgements.get(d, 0)) for d in group))
+        if raw:
+            per_group = group_orderings(tuple(judgements.get(d) for d in group))
+        else:
+            per_group = group_orderings(tuple(label(judgements.get(d, 0)) for d in group))
         combined: Counter = Counter()
         for prefix, n1 in total.items():
             for seq, n2 in per_group.items():
@@ -233,11 +338,12 @@ def evaluate(
         docs = [(row[1], float(row[2])) for _, row in entries]
         out[qid] = {}
         if ties in ("expected", "max", "min"):
-            counts = orderings(tie_groups(docs), judgements)
+            raw = any(split_name(m)[0] in HOLE_FAMILIES for m in metrics)
+            counts = orderings(tie_groups(docs), judgements, raw=raw)
             n = sum(counts.values())
             assert n == math.prod(math.factorial(len(g)) for g in tie_groups(docs))
             for m in metrics:
-                values = {seq: metric_on_grades(m, seq, judgements, rel_level) for seq in counts}
+                values = {seq: metric_on_labels(m, seq, judgements, rel_level) for seq in counts}
                 if ties == "expected":
                     out[qid][m] = math.fsum(c * values[seq] for seq, c in counts.items()) / n
                 else:

@@ -21,7 +21,8 @@ import pandas as pd
 
 from core.bands import band, band_scale
 from core.data import Qrels, Run
-from core.metrics import Evaluation, Metric, check_traditional, evaluate
+from core.errors import MetricError
+from core.metrics import Evaluation, Metric, check_metric_policy, check_traditional, evaluate
 from core.stats import PairwiseTests
 from core.tiereport import METHOD_EXACT, TieReport, display_name
 from core.ties import NOTEBOOK_MAX_ORDERINGS, ORDER_LABELS, TieStats, format_orderings, query_frame
@@ -60,6 +61,41 @@ def order_caption(traditional: str = "trec") -> str:
     """``Traditional values use the <order>.``: the sentence naming the order in use
     (`core.ties.ORDER_LABELS`)."""
     return f"Traditional values use the {ORDER_LABELS[check_traditional(traditional)]}."
+
+
+#: the judged@k the Metrics page shows whatever metrics are chosen: holes in the qrels at a glance
+JUDGED_AT = Metric("judged", 10)
+
+
+def judged_caption(evaluation: Evaluation, metric: Metric = JUDGED_AT) -> str:
+    """The Metrics page's line on holes in the judgements: each run's mean ``metric`` (a
+    judged@k, from ``evaluation``: the tie-aware one on the page) as a percentage."""
+    cut = f"top {metric.k}" if metric.k is not None else "ranking"
+    shares = ", ".join(f"{run} {evaluation.means[run][metric.name]:.1%}" for run in evaluation.runs)
+    return (
+        f"{metric.name}, the share of each run's {cut} that the qrels judge (tie-aware): {shares}. "
+        "The metrics above count an unjudged document as non-relevant; bpref (among the metrics to evaluate) "
+        "leaves unjudged documents out."
+    )
+
+
+def split_by_policies(metrics: Sequence[Metric], policies: Sequence[str]) -> tuple[list[Metric], list[str]]:
+    """``metrics`` defined under every one of ``policies`` (a page showing them all), and a
+    note for each one left out: why (`core.metrics.check_metric_policy`), and where to get it."""
+    kept: list[Metric] = []
+    notes: list[str] = []
+    for metric in metrics:
+        try:
+            for policy in policies:
+                check_metric_policy(metric, policy)
+        except MetricError as refusal:
+            notes.append(
+                f"{refusal}. This page shows every policy, so {metric.name} is left out here; the command line gives "
+                f"it: python -m core evaluate --metrics {metric.name} --ties expected."
+            )
+            continue
+        kept.append(metric)
+    return kept, notes
 
 
 def named(evaluation: Evaluation, metrics: Sequence[Metric]) -> Evaluation:
