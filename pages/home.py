@@ -66,6 +66,9 @@ if qrels is not None and runs:
         theme = st.context.theme.type
         show_svg(story.svg(theme), key="home_ties", name=f"ranklens-ties-{metric_name}", compact=story.compact(theme))
         st.markdown(ui.escape_markdown(story.sentence))
+        top = cache.top_difference(tuple(runs), qrels, metric[0])  # significant? robust to ties? (issue 22)
+        if top:
+            st.markdown(ui.escape_markdown(top))
     ui.warn_overlap(runs, qrels)
     summary = cache.summary_long(tuple(runs), qrels, metric, (metric_name,), trad).drop(columns="metric")
     config: dict[str, Any] = {

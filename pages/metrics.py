@@ -18,6 +18,7 @@ from core.charts.metrics import (
 )
 from core.chunks import COLLAPSE_LABELS, COLLAPSES
 from core.data import Qrels
+from core.intervals import IntervalSpec
 from core.metrics import Evaluation, coverage_warnings, plain_metrics, policy_table, split_metrics
 from core.reports import export
 from core.reports import metrics as reports
@@ -48,6 +49,8 @@ PRESETS = [
 FOUR_DECIMALS = st.column_config.NumberColumn(format="%.4f")
 PERCENT = st.column_config.NumberColumn(format="percent")
 NO_CHUNK_MAP = "(none)"
+#: the Intervals choice: none, or a `core.intervals.CI_METHODS` method (95%, the defaults)
+CI_CHOICES: dict[str, str] = {"t": "t, 95%", "bootstrap": "bootstrap, 95%", "none": "none"}
 #: the summary's two views: the figure's metric, or every metric (one row per run and metric)
 ONE_METRIC, ALL_METRICS = "figure metric", "all metrics"
 
@@ -61,8 +64,11 @@ def show_summary(summary: pd.DataFrame, key: str) -> None:
     }
     config["#"] = st.column_config.TextColumn(width="small", help="The run's letter (significance).")
     config["band"] = st.column_config.TextColumn(help=bands_help())
+    for name, text in reports.INTERVAL_HELP.items():
+        config[name] = st.column_config.NumberColumn(format="%d" if name == "tier" else "%.4f", help=text)
     config["better than"] = st.column_config.TextColumn(
-        help="Letters of the runs this tie-aware value is significantly better than (ranx style)."
+        help="Letters of the runs this tie-aware value is significantly better than (ranx style); a † after a letter: "
+        "not robust to ties (not significant with this run's pessimistic values against the other's optimistic ones)."
     )
     st.dataframe(
         reports.rounded(summary), hide_index=True, width="stretch", column_config=config, placeholder="—", key=key
@@ -80,7 +86,18 @@ qrels: Qrels = active
 run_names = [r.name for r in runs]
 
 # one compact row, then the tie figure: nothing tall before it (issue 11)
-c1, c2, c3, c4 = st.columns([2, 2, 1.4, 2.6], vertical_alignment="bottom")
+c1, c2, c3, c5, c4 = st.columns([2, 2, 1.4, 1.8, 2.2], vertical_alignment="bottom")
+ci_method = c5.selectbox(
+    "Intervals over queries",
+    list(CI_CHOICES),
+    format_func=CI_CHOICES.__getitem__,
+    key=state.CI_METHOD,
+    bind="query-params",
+    help="How sure each tie-aware mean is, given the sample of queries: a 95% interval of the mean (t: mean ± "
+    "t(n−1, 0.975)·s/√n; bootstrap: percentiles of 10,000 query resamples, seed 0), drawn as whiskers on the figure, "
+    "with each run's tier (1 + the runs whose interval lies entirely above its own) in the summary.",
+)
+ci_spec = IntervalSpec(ci_method) if ci_method != "none" else None
 with c4.popover("Metrics to evaluate", icon=":material/tune:", width="stretch"):
     chosen = st.multiselect(
         "Metrics", PRESETS, default=["mrr@10", "hits@3", "ndcg@10", "map"], key=state.METRICS, bind="query-params"
@@ -126,7 +143,8 @@ with st.spinner("Evaluating…"):
     evaluations = cache.policy_evaluations(runs, qrels, metrics, policies, rel_level=rel_level)
     table = cache.policy_table(runs, qrels, metrics, policies, rel_level)
     expected = reports.named(evaluations["expected"], metrics)
-    story = cache.tie_story(runs, qrels, metrics, figure_metric, trad, rel_level)
+    story = cache.tie_story(runs, qrels, metrics, figure_metric, trad, rel_level, ci_spec)
+    run_cis = cache.intervals(runs, qrels, metrics, rel_level, ci_spec) if ci_spec is not None else None
 
 theme = st.context.theme.type
 show_svg(story.svg(theme), key="tie_range", name=f"ranklens-ties-{figure_metric}", compact=story.compact(theme))
@@ -188,16 +206,20 @@ rows_choice = st.segmented_control(
     help="One metric (the figure's) or every metric, one row per run and metric; click a header to sort.",
 )
 shown = [figure_metric] if rows_choice != ALL_METRICS else names
-summary = reports.with_significance(cache.summary_long(runs, qrels, metrics, tuple(shown), trad, rel_level), sig)
+summary = reports.with_significance(
+    reports.with_intervals(cache.summary_long(runs, qrels, metrics, tuple(shown), trad, rel_level), run_cis), sig
+)
 show_summary(summary, "dl-summary")
 st.caption(
     f"{reports.order_caption(trad)} Δ = tie-aware − traditional. Mean over {qrels.n_queries:,} qrels queries; "
     "a query without results scores 0. "
     + (
-        f"Better than: the letters (#) of the runs a tie-aware value is significantly better than ({sig.describe()})."
+        f"Better than: the letters (#) of the runs a tie-aware value is significantly better than ({sig.describe()}). "
+        + sig.tie_note()
         if sig is not None
         else "Significance needs two or more runs."
     )
+    + (f" CI: {run_cis.describe()}; tier: 1 + the runs whose interval lies entirely above." if run_cis else "")
     + " Bands: the hybrid-RAG report's interpretation of MRR and Recall@10 (of the tie-aware value)."
 )
 d1, d2, d3 = st.columns(3)

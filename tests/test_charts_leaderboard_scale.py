@@ -201,7 +201,7 @@ def test_heatmap_choices_and_labels():
 
 def test_headers_are_named_and_explained():
     assert set(COLUMN_LABELS) | {"ci"} == set(DISPLAY_COLUMNS)
-    assert COLUMN_LABELS["rank_ub"] == "Rank (UB)" and "entirely above" in COLUMN_HELP["rank_ub"]
+    assert COLUMN_LABELS["rank_ub"] == "Tier · Rank (UB)" and "entirely above" in COLUMN_HELP["rank_ub"]
     assert "LMArena" in COLUMN_HELP["rank_ub"]
     assert COLUMN_LABELS["provisional"] == "Few votes" and "fewer than 50 votes" in COLUMN_HELP["provisional"]
     assert "sandwich (robust, from the fit's curvature)" in ci_help(0.95, "sandwich")
@@ -213,3 +213,20 @@ def test_double_losses_counted_once_per_dataset():
     n = double_losses(votes)
     assert n == sum(w == "tie (bothbad)" for w in votes.table["winner"].to_pylist()) > 0
     assert double_losses(votes.filter(exclude_both_bad=True)) == 0
+
+
+def test_the_interval_plot_names_each_models_tier_on_hover():
+    """Issue 22: the tier (rank UB, LMArena's rank) beside the rating in the figure too."""
+    table = pd.DataFrame(
+        {
+            "model": ["a", "b", "c"],
+            "rating": [1100.0, 1000.0, 900.0],
+            "ci_low": [1080.0, 950.0, 870.0],
+            "ci_high": [1120.0, 1060.0, 960.0],
+            "rank_ub": [1, 2, 2],
+        }
+    )
+    trace = rating_intervals(table).data[0]
+    assert "tier (rank UB) %{customdata[2]:.0f}" in trace.hovertemplate
+    assert [row[2] for row in trace.customdata] == [2, 2, 1]  # sorted by rating, best on top
+    assert "tier" not in rating_intervals(table.drop(columns="rank_ub")).data[0].hovertemplate

@@ -313,3 +313,23 @@ def test_compact_layout_cuts_long_names_later_than_the_wide_one():
     wide = _parse(tie_range_svg(table, "mrr@10"))
     assert long in [_name(r) for r in _rows(compact)]
     assert long not in [_name(r) for r in _rows(wide)]
+
+
+# ---- intervals over queries (issue 22): a whisker per run ---------------------------------------
+def test_interval_whiskers_tooltips_legend_and_range():
+    from core.charts.metrics import RunCI
+
+    cis = {"A": RunCI(0.05, 0.95, 1), "B": RunCI(0.45, 0.66, 1), "C<b>": RunCI(0.2, 0.4, 2)}
+    plain = _parse(tie_range_svg(_table(), "mrr@10"))
+    root = _parse(tie_range_svg(_table(), "mrr@10", intervals=cis, interval_label="95% CI over queries (t)"))
+    assert "95% CI over queries (t)" in _texts(root) and "95% CI over queries (t)" not in _texts(plain)
+    for row in _rows(root):
+        run = _name(row).removeprefix("⇅ ")
+        ci = cis[run]
+        assert f"95% CI over queries (t) [{ci.low:.4f}, {ci.high:.4f}], tier {ci.tier}" in _tip(row)
+        lines = row.findall(f"{NS}line")
+        assert len(lines) == len([t for t in lines if t.get("stroke-width") == "1.5"]) + 1  # 3 whisker lines + the tick
+    # the x axis grows to hold the widest whisker (0.05 .. 0.95)
+    ticks = [float(t) for t in _texts(root) if re.fullmatch(r"\d\.\d+", t)]
+    assert min(ticks) <= 0.1 and max(ticks) >= 0.9
+    assert _texts(plain) != _texts(root)

@@ -119,7 +119,8 @@ def rating_intervals(
     table: pd.DataFrame, title: str = "Ratings with confidence intervals", pinned: tuple[str, ...] = ()
 ) -> go.Figure:
     """Horizontal dot + error bar per model, sorted by rating (best on top).
-    ``table`` needs model, rating, ci_low, ci_high (optional provisional); ``pinned`` models
+    ``table`` needs model, rating, ci_low, ci_high (optional provisional, and rank_ub: the tier,
+    LMArena's rank, in the hover); ``pinned`` models
     are drawn in `PINNED_COLOR` with a larger diamond and a bold label.
 
     Sizing (see the module docstring): one row of `interval_row` px per model, so the height is
@@ -161,8 +162,10 @@ def rating_intervals(
                 symbol=["diamond" if k else "circle" for k in is_pinned],
             ),
             error_x=err,
-            customdata=np.column_stack([t["ci_low"], t["ci_high"]]),
-            hovertemplate="%{y}<br>rating %{x:.1f}<br>CI %{customdata[0]:.1f} – %{customdata[1]:.1f}<extra></extra>",
+            customdata=np.column_stack([t["ci_low"], t["ci_high"], t.get("rank_ub", pd.Series(np.nan, index=t.index))]),
+            hovertemplate="%{y}<br>rating %{x:.1f}<br>CI %{customdata[0]:.1f} – %{customdata[1]:.1f}"
+            + ("<br>tier (rank UB) %{customdata[2]:.0f}" if "rank_ub" in t.columns else "")
+            + "<extra></extra>",
             name="rating",
         )
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import html
 import math
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -249,6 +249,16 @@ def _legend(items: list[tuple[str, str]], y: float, text: str, width: float = ma
     return out, y
 
 
+@dataclass(frozen=True)
+class RunCI:
+    """A run's confidence interval over queries of its tie-aware mean, and its tier (drawn as
+    a whisker through the diamond of `tie_range_svg`)."""
+
+    low: float
+    high: float
+    tier: int
+
+
 def tie_range_svg(
     table: pd.DataFrame,
     metric: str,
@@ -257,6 +267,8 @@ def tie_range_svg(
     order_label: str | None = None,
     theme_type: str | None = None,
     layout: SvgLayout = WIDE,
+    intervals: Mapping[str, RunCI] | None = None,
+    interval_label: str = "confidence interval over queries",
 ) -> str:
     """`tie_range_figure` as a small inline SVG (no Plotly in the browser): per run a bar over
     the [pessimistic, optimistic] range, the tie-aware value as a diamond and the traditional
@@ -271,12 +283,16 @@ def tie_range_svg(
     fixed height, 90 + 40 px per run) or `COMPACT` (a phone's: names above their bars, the
     legend wrapped, scaled to the container's width). Each run's row has a native tooltip
     (``<title>``: run, range, tie-aware, traditional at four decimals, ``n/a`` for NaN, which
-    draws no mark). Every string from the user (run names, metric, order label) goes through
-    `_svg_text`: HTML-escaped, and inert under Markdown too."""
+    draws no mark). ``intervals`` (run -> `RunCI`): a whisker with end caps over each run's
+    interval of the tie-aware mean, its bounds and tier in the tooltip, ``interval_label`` in
+    the legend; the x range covers them. Every string from the user (run names, metric, order
+    label) goes through `_svg_text`: HTML-escaped, and inert under Markdown too."""
     colors = THEME_COLORS[theme_type if theme_type in THEME_COLORS else "light"]
     runs, low, high, tied, trad = _tie_rows(table, metric, traditional)
     flags = [r in flagged for r in runs]
-    x0, x1 = _x_range(low, high, trad)
+    cis = [intervals.get(r) if intervals is not None else None for r in runs]
+    ci_ends = np.array([v for ci in cis if ci is not None for v in (ci.low, ci.high)], dtype=np.float64)
+    x0, x1 = _x_range(low, high, np.concatenate([trad, ci_ends]))
     left, right = (layout.names or 8), layout.width - layout.right
 
     range_fill, range_opacity = _rgba(RANGE_COLOR)
@@ -292,6 +308,8 @@ def tie_range_svg(
         (diamond, "tie-aware"),
         (f'<line x1="8" y1="-8" x2="8" y2="8" stroke="{TRADITIONAL_MARK}" stroke-width="3"/>', _svg_text(trad_name)),
     ]
+    if any(ci is not None for ci in cis):
+        legend.append((_whisker(1.0, 15.0, 0.0, colors["text"]), _svg_text(interval_label)))
     if any(flags):
         legend.append(
             (
@@ -335,12 +353,13 @@ def tie_range_svg(
             f'<text x="{left}" y="{top + layout.row / 2 + 4}" fill="{colors["muted"]}">'
             f"{_svg_text(f'No run has a value for {metric}.')}</text>"
         )
-    for i, (run, flag) in enumerate(zip(runs, flags, strict=True)):
+    for i, (run, flag, ci) in enumerate(zip(runs, flags, cis, strict=True)):
         y = top + layout.row * i + layout.row / 2
         short = run if len(run) <= layout.name_chars else run[: layout.name_chars - 1].rstrip() + "…"
         tip = (
             f"{run} — range [{_number(low[i])}, {_number(high[i])}], tie-aware {_number(tied[i])}, "
             f"traditional {_number(trad[i])}"
+            + (f", {interval_label} [{_number(ci.low)}, {_number(ci.high)}], tier {ci.tier}" if ci is not None else "")
             + (f" ({FLIP_SIGN} order differs: traditional vs tie-aware)" if flag else "")
         )
         sign = f'<tspan fill="{FLIP_COLOR}">{FLIP_SIGN}</tspan> ' if flag else ""
@@ -368,6 +387,8 @@ def tie_range_svg(
                 f'<line x1="{x:.1f}" y1="{y - bar / 2 - 1:.1f}" x2="{x:.1f}" y2="{y + bar / 2 + 1:.1f}" '
                 f'stroke="{FLIP_COLOR if flag else TRADITIONAL_MARK}" stroke-width="3"/>'
             )
+        if ci is not None and np.isfinite(ci.low) and np.isfinite(ci.high):
+            row.append(_whisker(x_of(ci.low), x_of(ci.high), y, colors["text"]))
         if np.isfinite(tied[i]):
             x = x_of(tied[i])
             d = 7.5 if layout.names else 6.5
@@ -378,6 +399,15 @@ def tie_range_svg(
         parts.append("".join(row) + "</g>")
     parts.append("</svg>")
     return "\n".join(parts)
+
+
+def _whisker(x0: float, x1: float, y: float, color: str) -> str:
+    """An interval as a thin line from ``x0`` to ``x1`` at ``y`` with 10-unit end caps."""
+    return (
+        f'<line x1="{x0:.1f}" y1="{y:.1f}" x2="{x1:.1f}" y2="{y:.1f}" stroke="{color}" stroke-width="1.5"/>'
+        f'<line x1="{x0:.1f}" y1="{y - 5:.1f}" x2="{x0:.1f}" y2="{y + 5:.1f}" stroke="{color}" stroke-width="1.5"/>'
+        f'<line x1="{x1:.1f}" y1="{y - 5:.1f}" x2="{x1:.1f}" y2="{y + 5:.1f}" stroke="{color}" stroke-width="1.5"/>'
+    )
 
 
 def metric_bars(table: pd.DataFrame, metrics: list[str] | None = None, traditional: str = "trec") -> go.Figure:

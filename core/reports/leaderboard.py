@@ -35,7 +35,7 @@ DISPLAY_COLUMNS: list[str] = [
 #: the table's headers (``ci`` is named with its level by the page, "95% CI (±)")
 COLUMN_LABELS: dict[str, str] = {
     "rank": "Rank",
-    "rank_ub": "Rank (UB)",
+    "rank_ub": "Tier · Rank (UB)",
     "model": "Model",
     "rating": "Rating",
     "votes": "Votes",
@@ -48,8 +48,8 @@ COLUMN_LABELS: dict[str, str] = {
 COLUMN_HELP: dict[str, str] = {
     "rank": "1 + the number of models with a higher rating.",
     "rank_ub": (
-        "Upper-bound rank: 1 + the number of models whose interval lies entirely above this one's "
-        "(LMArena's rank). Models whose intervals overlap share it."
+        "The model's tier, its upper-bound rank: 1 + the number of models whose interval lies entirely above this "
+        "one's (LMArena's rank, the tier rule of the Metrics page too). Models whose intervals overlap share it."
     ),
     "rating": "Bradley-Terry rating on the Elo-like scale in the caption above.",
     "votes": "Votes this model took part in (after the filters).",

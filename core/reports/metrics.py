@@ -22,8 +22,9 @@ import pandas as pd
 from core.bands import band, band_scale
 from core.data import Qrels, Run
 from core.errors import MetricError
+from core.intervals import RunIntervals
 from core.metrics import Evaluation, Metric, check_metric_policy, check_traditional, evaluate
-from core.stats import PairwiseTests
+from core.stats import FRAGILE, PairwiseTests
 from core.tiereport import METHOD_EXACT, TieReport, display_name
 from core.ties import NOTEBOOK_MAX_ORDERINGS, ORDER_LABELS, TieStats, format_orderings, query_frame
 
@@ -244,6 +245,69 @@ def rounded(frame: pd.DataFrame, digits: int = 4) -> pd.DataFrame:
     return out
 
 
+#: the interval columns `with_intervals` adds, and what they mean (column help on the pages)
+INTERVAL_HELP: dict[str, str] = {
+    "CI low": "Lower end of the tie-aware mean's confidence interval over the queries (the Intervals choice).",
+    "CI high": "Upper end of the tie-aware mean's confidence interval over the queries.",
+    "tier": "1 + the number of runs whose interval lies entirely above this one's (LMArena's rank): runs whose "
+    "intervals overlap share a tier.",
+}
+
+
+def with_intervals(summary: pd.DataFrame, intervals: RunIntervals | None) -> pd.DataFrame:
+    """``summary`` (`summary_long`) with the tie-aware mean's interval over queries (``CI low``,
+    ``CI high``) after ``tie-aware`` and the ``tier`` (`core.intervals.tiers`, per metric) after
+    them, from ``intervals`` (`core.intervals.run_intervals` of the ``expected`` evaluation);
+    unchanged when None. A (run, metric) ``intervals`` lacks gets NaN and no tier."""
+    if intervals is None:
+        return summary
+    out = summary.copy()
+    cells = {
+        (r, m): (float(intervals.low[i, j]), float(intervals.high[i, j]), int(intervals.tier[i, j]))
+        for i, r in enumerate(intervals.runs)
+        for j, m in enumerate(intervals.metrics)
+    }
+    keys = list(zip(out["run"], out["metric"], strict=True))
+    at = out.columns.get_loc("tie-aware") + 1
+    out.insert(at, "CI low", [cells.get(k, (np.nan, np.nan, 0))[0] for k in keys])
+    out.insert(at + 1, "CI high", [cells.get(k, (np.nan, np.nan, 0))[1] for k in keys])
+    out.insert(at + 2, "tier", pd.array([cells[k][2] if k in cells else None for k in keys], dtype="Int64"))
+    return out
+
+
+def top_difference(tests: PairwiseTests, means: Mapping[str, float], metric: str) -> str:
+    """One sentence on the top difference of ``metric``: the two best runs by their tie-aware
+    ``means`` (``tests`` compares them, with the tie check), whether the difference is
+    significant and, if it is, whether it is robust to ties (still significant with the
+    winner's pessimistic per-query values against the loser's optimistic ones). "" with fewer
+    than two runs or no test of that pair."""
+    best = sorted(means, key=lambda r: (-means[r], r))[:2]
+    if len(best) < 2:
+        return ""
+    t = tests.table
+    row = t[(t["metric"] == metric) & t["run_a"].isin(best) & t["run_b"].isin(best)]
+    if row.empty:
+        return ""
+    r = row.iloc[0]
+    first, second = best
+    lead = f"The top difference on {metric}, {first} over {second} ({means[first]:.4f} vs {means[second]:.4f}),"
+    p = f"p = {float(r['p_adjusted']):.3g}"
+    if not bool(r["significant"]):
+        return f"{lead} is not significant ({tests.describe()}: {p}): the sample of queries does not settle it."
+    robust = r.get("robust") if "robust" in r.index else None
+    if robust is None or pd.isna(robust):
+        return f"{lead} is significant ({p})."
+    if bool(robust):
+        return (
+            f"{lead} is significant ({p}) and robust to ties: it stays significant with {first}'s pessimistic "
+            f"values against {second}'s optimistic ones."
+        )
+    return (
+        f"{lead} is significant ({p}) but not robust to ties: with {first}'s pessimistic values against "
+        f"{second}'s optimistic ones it is not, so it holds only under some tie-breaks."
+    )
+
+
 def with_significance(summary: pd.DataFrame, tests: PairwiseTests | None) -> pd.DataFrame:
     """``summary`` (`summary_long`) with ``#`` (each run's letter, `core.stats.run_letter` in
     the tests' run order) first and ``better than`` (the letters of the runs its tie-aware
@@ -252,7 +316,7 @@ def with_significance(summary: pd.DataFrame, tests: PairwiseTests | None) -> pd.
     if tests is None:
         return summary
     letters = tests.letters()
-    marks = tests.superscripts()
+    marks = tests.superscripts(fragile=FRAGILE)
     out = summary.copy()
     out.insert(0, "#", [letters.get(r, "") for r in out["run"]])
     out.insert(

@@ -47,6 +47,7 @@ from core.stats import PERMUTATIONS
 if TYPE_CHECKING:
     from core import bt
     from core.fusion import FusionParams
+    from core.intervals import IntervalSpec, RunIntervals
     from core.rerank.candidates import CandidateSet
     from core.stats import PairwiseTests
     from core.tiereport import TieReport
@@ -320,14 +321,66 @@ def pairwise(
     n_permutations: int = PERMUTATIONS,
 ) -> PairwiseTests:
     """`core.stats.all_pairs` on the tie-aware (``expected``) per-query values, seed 0, α 0.05,
-    `core.stats.PERMUTATIONS` permutations (as the CLI and its exports)."""
-    expected = metric_reports.named(
-        policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"], metrics
-    )
-    names = [m.name for m in metrics]
+    `core.stats.PERMUTATIONS` permutations (as the CLI and its exports), each verdict checked
+    against the ties (the pessimistic and optimistic values: ``robust``) unless a metric has no
+    such policies (``infap``)."""
     from core.stats import all_pairs
 
-    return all_pairs(expected.per_query, names, test=test, correction=correction, n_permutations=n_permutations)
+    worst = ("pessimistic", "optimistic")
+    checked = all(_has_policy(m, p) for m in metrics for p in worst)
+    evaluations = policy_evaluations(
+        runs, qrels, metrics, ("expected", *worst) if checked else ("expected",), rel_level
+    )
+    per_query = {p: metric_reports.named(e, metrics).per_query for p, e in evaluations.items()}
+    names = [m.name for m in metrics]
+    return all_pairs(
+        per_query["expected"],
+        names,
+        test=test,
+        correction=correction,
+        n_permutations=n_permutations,
+        pessimistic=per_query.get("pessimistic"),
+        optimistic=per_query.get("optimistic"),
+    )
+
+
+def _has_policy(metric: Metric, policy: str) -> bool:
+    """Whether ``metric`` is defined under ``policy`` (`core.metrics.check_metric_policy`)."""
+    from core.metrics import check_metric_policy
+
+    try:
+        check_metric_policy(metric, policy)
+    except RankLensError:
+        return False
+    return True
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def intervals(
+    runs: tuple[Run, ...], qrels: Qrels, metrics: tuple[Metric, ...], rel_level: int, spec: IntervalSpec
+) -> RunIntervals:
+    """`core.intervals.run_intervals` of the tie-aware (``expected``) per-query values: each
+    run's interval of its mean over queries, and its tier, per metric."""
+    from core.intervals import run_intervals
+
+    expected = policy_evaluations(runs, qrels, metrics, ("expected",), rel_level)["expected"]
+    return run_intervals(metric_reports.named(expected, metrics), spec)
+
+
+@st.cache_resource(max_entries=32, show_spinner=False, hash_funcs=DATASETS)
+def top_difference(runs: tuple[Run, ...], qrels: Qrels, metric: Metric, rel_level: int = 1) -> str:
+    """Home's sentence on the top difference of ``metric`` (`core.reports.metrics.top_difference`):
+    the two best runs by their tie-aware means compared (randomisation test, no correction: one
+    pair), with the tie check."""
+    if len(runs) < 2:
+        return ""
+    means = policy_evaluations(runs, qrels, (metric,), ("expected",), rel_level)["expected"]
+    named = metric_reports.named(means, (metric,))
+    by_run = {r: float(named.means[r][metric.name]) for r in named.runs}
+    best = sorted(by_run, key=lambda r: (-by_run[r], r))[:2]
+    pair = tuple(r for r in runs if r.name in best)
+    tests = pairwise(pair, qrels, (metric,), rel_level, "randomisation", "none")
+    return metric_reports.top_difference(tests, by_run, metric.name)
 
 
 @st.cache_resource(max_entries=64, show_spinner=False, hash_funcs=DATASETS)
@@ -669,19 +722,38 @@ def tie_story(
     metric: str,
     traditional: str = "trec",
     rel_level: int = 1,
+    ci: IntervalSpec | None = None,
 ) -> TieStory:
     """The `TieStory` of ``metric`` (one of ``metrics``' names) from the cached `policy_table`
-    of ``metrics`` under `core.reports.metrics.policies_for` ``(traditional)``."""
+    of ``metrics`` under `core.reports.metrics.policies_for` ``(traditional)``; with ``ci``, each
+    run's interval over queries of its tie-aware mean (the cached `intervals`) as a whisker."""
     from core.charts import THEME_TYPES
-    from core.charts.metrics import COMPACT, WIDE, tie_range_svg
+    from core.charts.metrics import COMPACT, WIDE, RunCI, tie_range_svg
 
     policies = tuple(metric_reports.policies_for(traditional))
     table = policy_table(runs, qrels, metrics, policies, rel_level)
     flagged = metric_reports.flipped_runs(metric_reports.order_flips(table, metric, traditional))
     label = metric_reports.ORDER_CHOICES[traditional]
+    whiskers = None
+    if ci is not None:
+        found = intervals(runs, qrels, metrics, rel_level, ci)
+        whiskers = {
+            run: RunCI(*found.interval(run, metric), found.tier_of(run, metric))
+            for run in found.runs
+            if metric in found.metrics
+        }
+    ci_label = f"{ci.level:.0%} CI over queries ({ci.method})" if ci is not None else ""
     svgs = {
         (kind, layout): tie_range_svg(
-            table, metric, traditional, flagged=flagged, order_label=label, theme_type=kind, layout=layout
+            table,
+            metric,
+            traditional,
+            flagged=flagged,
+            order_label=label,
+            theme_type=kind,
+            layout=layout,
+            intervals=whiskers,
+            interval_label=ci_label,
         )
         for kind in THEME_TYPES
         for layout in (WIDE, COMPACT)

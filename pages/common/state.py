@@ -211,6 +211,8 @@ SIG_TEST = "test"
 METRICS_VIEW = "view"
 #: the traditional order (core.ties.TRADITIONAL_ORDERS) on Metrics, Home and Fusion
 TRAD_ORDER = "trad"
+#: the Metrics page's "Intervals over queries" (t, bootstrap or none)
+CI_METHOD = "ci"
 FUSE_METHOD = "fuse_method"
 FUSE_K = "fuse_k"
 FUSE_NORM = "fuse_norm"
@@ -243,4 +245,5 @@ URL_KEYS: tuple[str, ...] = (
     RR_STRATEGY,
     TRAD_ORDER,
     FUSE_TIE_ORDER,
+    CI_METHOD,
 )

@@ -40,6 +40,7 @@ def test_url_bound_widget_keys_keep_their_names():
         "rr_strategy",
         "trad",
         "fuse_tie_order",
+        "ci",
     )
     bound = set()
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:

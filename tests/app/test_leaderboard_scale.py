@@ -120,8 +120,10 @@ def test_heatmaps_show_the_top_models_that_fit_then_any_count(app, arena_csv):
 def test_headers_and_choices_are_explained(app):
     at = open_page(app, "leaderboard")
     columns = json.loads(at.dataframe[0].proto.columns)
-    assert columns["rank_ub"]["label"] == "Rank (UB)"
-    assert columns["rank_ub"]["help"].startswith("Upper-bound rank: 1 + the number of models whose interval lies")
+    assert columns["rank_ub"]["label"] == "Tier · Rank (UB)"
+    assert columns["rank_ub"]["help"].startswith(
+        "The model's tier, its upper-bound rank: 1 + the number of models whose"
+    )
     assert columns["provisional"]["label"] == "Few votes" and "fewer than 50 votes" in columns["provisional"]["help"]
     assert "sandwich" in columns["ci"]["help"] and columns["rank"]["help"]
     intervals = next(s for s in at.get("segmented_control") if s.proto.label == "Intervals")

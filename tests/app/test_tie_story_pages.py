@@ -107,6 +107,9 @@ def test_metrics_opens_with_the_tie_figure_and_a_numeric_summary(app):
         "metric",
         "traditional",
         "tie-aware",
+        "CI low",
+        "CI high",
+        "tier",
         "low",
         "high",
         "Δ",
@@ -114,20 +117,23 @@ def test_metrics_opens_with_the_tie_figure_and_a_numeric_summary(app):
         "band",
     ]
     assert summary["metric"].unique().tolist() == ["mrr@10"]  # the figure's metric by default
+    # the interval over queries (t, 95% by default) holds each tie-aware mean; tiers from 1 (issue 22)
+    assert (summary["CI low"] <= summary["tie-aware"]).all() and (summary["tie-aware"] <= summary["CI high"]).all()
+    assert summary["tier"].min() == 1
     for column in ("traditional", "tie-aware", "low", "high", "Δ"):
         assert str(summary[column].dtype) == "float64"
     assert (summary["low"] <= summary["tie-aware"]).all() and (summary["tie-aware"] <= summary["high"]).all()
     app.selectbox(key="tie_metric").set_value("ndcg@10").run()
     assert title(app).startswith("ndcg@10")
     assert app.dataframe[0].value["metric"].unique().tolist() == ["ndcg@10"]
-    # eight metrics: one long table, the same seven number/text columns (fits 1440 px)
+    # eight metrics: one long table, the same columns
     app.multiselect(key="metrics").set_value(
         ["mrr@10", "hits@1", "hits@3", "ndcg@10", "map", "recall@100", "precision@10", "rprec"]
     ).run()
     app.segmented_control(key="summary_rows").set_value("all metrics").run()
     assert not app.exception, [e.value for e in app.exception]
     long = app.dataframe[0].value
-    assert len(long) == len(app.session_state["sel_runs"]) * 8 and len(long.columns) == 10
+    assert len(long) == len(app.session_state["sel_runs"]) * 8 and len(long.columns) == 13  # with CI low, CI high, tier
     assert all(f"{v:.4f}" != "-0.0000" for v in long["Δ"])
 
 
