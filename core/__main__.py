@@ -66,6 +66,14 @@ def main(argv: list[str] | None = None) -> int:
             parser.error("--max-expanded-mb must be a positive number")
         os.environ["RANKLENS_MAX_EXPANDED_MB"] = repr(args.max_expanded_mb)
     tune_process()
+    from core.io.outputs import terminal_streams
+
+    with terminal_streams():  # stderr (and stdout on a terminal) without control characters
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the chosen subcommand; every failure one ``error:`` line and its exit code."""
     try:
         module = importlib.import_module(args._module)
         return int(module.run(args) or 0)

@@ -46,14 +46,17 @@ def read_named_runs(paths: list[str], *, duplicates: str = "error") -> list[Run]
 
 
 def fail(exc: BaseException) -> int:
-    """Print one line naming what went wrong (never a traceback) and return exit code 2."""
+    """Print one line naming what went wrong (never a traceback, never a control character:
+    `core.io.outputs.terminal_safe`) and return exit code 2."""
+    from core.io.outputs import terminal_safe
+
     message = str(exc) or exc.__class__.__name__
     if isinstance(exc, OSError) and getattr(exc, "filename", None):
         message = f"{exc.filename}: {exc.strerror or message}"
     message = " ".join(part.strip() for part in message.splitlines() if part.strip())  # always one line
     if len(message) > _MAX_MESSAGE:  # e.g. a message quoting a 50 MB id
         message = message[: _MAX_MESSAGE - 1] + "…"
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {terminal_safe(message)}", file=sys.stderr)
     return 2
 
 
@@ -62,7 +65,11 @@ _MAX_MESSAGE = 2000
 
 
 def emit_table(frame: pd.DataFrame, fmt: str, *, json_payload: Any | None = None, out: IO[str] | None = None) -> None:
-    """Write ``frame`` as ``table`` (aligned text), ``csv`` or ``json`` (``json_payload`` if given)."""
+    """Write ``frame`` as ``table`` (aligned text without control characters:
+    `core.io.outputs.terminal_safe`), ``csv`` (text cells inert in a spreadsheet:
+    `core.io.outputs.frame_to_csv`) or ``json`` (``json_payload`` if given)."""
+    from core.io.outputs import frame_to_csv, terminal_safe
+
     out = out or sys.stdout
     if fmt == "json":
         payload = json_payload if json_payload is not None else frame.to_dict(orient="records")
@@ -70,10 +77,10 @@ def emit_table(frame: pd.DataFrame, fmt: str, *, json_payload: Any | None = None
         out.write("\n")
     elif fmt == "csv":
         buf = io.StringIO()
-        frame.to_csv(buf, index=False)
+        frame_to_csv(frame, buf)
         out.write(buf.getvalue())
     else:
-        out.write(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+        out.write(terminal_safe(frame.to_string(index=False, float_format=lambda v: f"{v:.4f}")))
         out.write("\n")
 
 

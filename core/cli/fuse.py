@@ -12,6 +12,7 @@ from core.data import Run
 from core.errors import DataError
 from core.fusion import INPUT_ORDERS, METHODS, NORMS, TIE_ORDERS, FusionError, FusionParams, FusionReport, fuse_with
 from core.io import write_trec_run
+from core.io.outputs import OutputGuard, atomic_write, trec_run_kind
 
 if TYPE_CHECKING:
     from core.scale.shards import ShardSet
@@ -60,6 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--tag", default=None, help="run tag written in the TREC file (default: the method)")
     parser.add_argument("-o", "--output", default=None, metavar="FILE", help="output TREC run (default: stdout)")
+    add_force_argument(parser)
     from core.cli.evaluate import add_engine_arguments
 
     add_engine_arguments(parser)
@@ -81,9 +83,28 @@ def _read(paths: list[str], dedupe: bool) -> list[Run]:
     return read_named_runs(paths, duplicates="keep-best")
 
 
+def add_force_argument(parser: argparse.ArgumentParser) -> None:
+    """``--force``: replace an existing output file that is not an earlier output of the same kind."""
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output file that is not an earlier RankLens output of the same kind (an "
+        "input of the command is never written, --force or not)",
+    )
+
+
+def _claim_output(args: argparse.Namespace) -> None:
+    """Refuse, before any input is read, an ``-o`` that is one of the runs (links resolved) or an
+    existing file that is not a TREC run RankLens wrote (`core.io.outputs.OutputGuard`)."""
+    if args.output:
+        tags = {(args.tag or args.method).replace(" ", "_"), *METHODS}
+        OutputGuard(args.runs, force=args.force).claim(args.output, trec_run_kind(tags))
+
+
 def run(args: argparse.Namespace) -> int:
     from core.scale.engines import choose_engine
 
+    _claim_output(args)
     engine, note = choose_engine(args.runs, args.engine)
     if note:
         print(note, file=sys.stderr)
@@ -138,7 +159,7 @@ def _run_sharded(args: argparse.Namespace, engine: str) -> int:
         if len(shards.names) < 2:
             raise FusionError(f"fusion needs at least two runs, got {len(shards.names)} in {', '.join(args.runs)}")
 
-    with open(args.output, "w", encoding="utf-8") if args.output else nullcontext(sys.stdout) as out:
+    with atomic_write(args.output, "w") if args.output else nullcontext(sys.stdout) as out:
         outcome = fuse_files(
             args.runs,
             params,

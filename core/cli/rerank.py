@@ -173,6 +173,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     out.add_argument("-o", "--output", help="write the reranked run as TREC")
     out.add_argument("--log", help="write the per-call log as JSONL")
     out.add_argument("--format", choices=("table", "csv", "json"), default="table")
+    out.add_argument(
+        "--force",
+        action="store_true",
+        help="replace existing -o/--log/--per-query files that are not earlier RankLens outputs of the same kind "
+        "(an input is never written)",
+    )
 
 
 def _candidates(args: argparse.Namespace) -> tuple[CandidateSet, Qrels | None]:
@@ -392,11 +398,50 @@ def _evaluate(
         info = pd.concat(books, ignore_index=True) if books else None
         if info is not None:
             per = per.merge(info[["method", "qid", "status", "calls", "latency_ms"]], on=["method", "qid"], how="left")
+        from core.io.outputs import frame_to_csv, write_text
+
         if args.per_query.lower().endswith(".json"):
-            per.to_json(args.per_query, orient="records", indent=1)
+            write_text(args.per_query, per.to_json(orient="records", indent=1))
         else:
-            per.to_csv(args.per_query, index=False)
+            frame_to_csv(per, args.per_query)  # text cells inert in a spreadsheet
         print(f"per-query metrics: {len(per)} rows written to {args.per_query}", file=sys.stderr)
+
+
+#: the first keys of a call-log record (`core.rerank.trace.RECORD_COLUMNS`) and of a per-query row
+LOG_KEYS = ("qid", "strategy", "op")
+PER_QUERY_KEYS = ("method", "qid")
+
+
+def output_path(output: str, strategy: str, several: bool) -> str:
+    """``-o``'s path for ``strategy``: ``output`` itself, or with several strategies
+    ``base.<strategy>.ext`` (``output.<strategy>`` without an extension)."""
+    if not several:
+        return output
+    base, dot, ext = output.rpartition(".")
+    return f"{base}.{strategy}.{ext}" if dot else f"{output}.{strategy}"
+
+
+def _claim_outputs(args: argparse.Namespace, strategies: list[str]) -> None:
+    """Refuse, before any input is read, an output (``-o`` per strategy, ``--log``,
+    ``--per-query``) that is an input (links resolved), named twice, or an existing file that is
+    not an earlier RankLens output of its kind without ``--force`` (`core.io.outputs.OutputGuard`)."""
+    from core.io.outputs import OutputGuard, csv_kind, json_kind, trec_run_kind
+
+    if args.dry_run:
+        return
+    inputs = [args.input, args.run, args.corpus, args.queries, args.qrels]
+    guard = OutputGuard(inputs, force=args.force)
+    if args.output:
+        for s in strategies:
+            guard.claim(output_path(args.output, s, len(strategies) > 1), trec_run_kind((), ("ranklens-",)))
+    if args.log:
+        guard.claim(args.log, json_kind(LOG_KEYS, lines=True))
+    if args.per_query:
+        as_json = args.per_query.lower().endswith(".json")
+        guard.claim(
+            args.per_query,
+            json_kind(PER_QUERY_KEYS, lines=False) if as_json else csv_kind(",".join(PER_QUERY_KEYS)),
+        )
 
 
 #: Exit code when any query failed (its first-stage order is kept and it is named on stderr);
@@ -415,6 +460,7 @@ def run(args: argparse.Namespace) -> int:
     from core.rerank.keys import resolve_api_key
 
     strategies = _strategies(args)
+    _claim_outputs(args, strategies)  # before any input is read
     metrics = _metric_names(args)  # bad metrics or cutoffs fail before any call
     cands, demo_qrels = _candidates(args)
     if args.max_queries is not None:
@@ -462,10 +508,12 @@ def run(args: argparse.Namespace) -> int:
 
     def progress(state: ProgressState) -> None:
         if sys.stderr.isatty():
-            print(
+            from core.io.outputs import raw_stream
+
+            print(  # RankLens's own carriage return: past the terminal-safe wrapper
                 f"\r{state.done_queries}/{state.total_queries} queries, {state.done_calls} calls",
                 end="",
-                file=sys.stderr,
+                file=raw_stream(sys.stderr),
             )
 
     results = []
@@ -504,7 +552,9 @@ def run(args: argparse.Namespace) -> int:
             if note not in r.warnings:
                 print(f"note: {r.strategy}: {note}", file=sys.stderr)
     if args.log:
-        with open(args.log, "w", encoding="utf-8") as fh:
+        from core.io.outputs import atomic_write
+
+        with atomic_write(args.log, "w") as fh:  # every request, failed ones too (``failed``)
             for r in results:
                 for rec in r.log:
                     fh.write(json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n")
@@ -514,12 +564,7 @@ def run(args: argparse.Namespace) -> int:
         for r in results:  # the full run: every query, a failed one in its first-stage order
             if r.full_run is None:
                 continue
-            base, dot, ext = args.output.rpartition(".")
-            path = (
-                args.output
-                if len(results) == 1
-                else (f"{base}.{r.strategy}.{ext}" if dot else f"{args.output}.{r.strategy}")
-            )
+            path = output_path(args.output, r.strategy, len(results) > 1)
             write_trec_run(r.full_run, path, tag=f"ranklens-{r.strategy}")
     endpoints = _endpoint_lines(results, providers, prices)
     if metrics is not None and qrels is not None:

@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     save.add_argument("--votes", action="append", default=[], metavar="F", help="pairwise votes file")
     save.add_argument("--answers", action="append", default=[], metavar="F", help="answers file")
     save.add_argument("--chunk-map", action="append", default=[], metavar="F", help="chunk_id,doc_id map")
+    save.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing OUT that is not a RankLens workspace file (an input is never written)",
+    )
     for name, text in (("show", "list a workspace file's datasets (manifest only)"), ("load", "verify and list")):
         action = sub.add_parser(name, help=text)
         action.add_argument("file", metavar="FILE", help="workspace file")
@@ -62,12 +67,15 @@ def _save(args: argparse.Namespace) -> int:
     from core.cli import read_named_runs
     from core.errors import DataError
     from core.io import read_answers, read_chunk_map, read_qrels
+    from core.io.outputs import OutputGuard, terminal_safe, workspace_kind
     from core.io.votes import read_votes
     from core.workspace import Workspace
     from core.workspace.file import save_workspace
 
     if not (args.run or args.qrels or args.votes or args.answers or args.chunk_map):
         raise DataError("nothing to save", expected="at least one of --run, --qrels, --votes, --answers, --chunk-map")
+    inputs = [*args.run, *args.qrels, *args.votes, *args.answers, *args.chunk_map]
+    OutputGuard(inputs, force=args.force).claim(args.out, workspace_kind())  # before reading anything
     ws = Workspace()
     for path in args.run:  # one file at a time, for each run's upload digest
         for run in read_named_runs([path]):
@@ -84,7 +92,7 @@ def _save(args: argparse.Namespace) -> int:
         ws.add("chunkmap", Path(path).name, read_chunk_map(path), digest=_file_digest(path))
     save_workspace(ws, args.out, settings={})
     total = sum(len(ws.names(k)) for k in ws.entries)
-    print(f"wrote {args.out}: {total} dataset{'s' if total != 1 else ''}")
+    print(f"wrote {terminal_safe(args.out)}: {total} dataset{'s' if total != 1 else ''}")
     return 0
 
 
@@ -106,6 +114,7 @@ def _file_digest(path: str) -> str:
 def _print_manifest(
     manifest: Manifest, fmt: str, *, verified: bool, left_out: tuple[tuple[str, str], ...] = ()
 ) -> None:
+    from core.io.outputs import json_inert, terminal_safe
     from core.workspace.file import FORMAT, describe_manifest
 
     rows = describe_manifest(manifest)
@@ -121,17 +130,18 @@ def _print_manifest(
             "link": link if isinstance(link, str) else None,
             "settings": manifest.settings,
         }
-        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_inert(json.dumps(payload, indent=2, ensure_ascii=False)) + "\n")
         return
     import pandas as pd
 
-    print(f"{FORMAT} version {manifest.version}" + (f", saved {manifest.created}" if manifest.created else ""))
+    saved = f", saved {terminal_safe(manifest.created)}" if manifest.created else ""
+    print(f"{FORMAT} version {manifest.version}{saved}")
     if rows:
         emit_table(pd.DataFrame(rows), "table")
     else:
         print("(no datasets)")
     if isinstance(link, str) and link:
-        print(f"saved view: {link}")
+        print(f"saved view: {terminal_safe(link)}")
     if left_out:
         print(
             f"left out: {len(left_out)} demo dataset{'s' if len(left_out) != 1 else ''} that this version-"

@@ -871,7 +871,9 @@ def write_trec_run(
         lines = pc.binary_join_element_wise(*cols, " ")
         data = memoryview("".join(f"{line}\n" for line in lines.to_pylist()).encode("utf-8"))
     if isinstance(out, (str, Path)):
-        Path(out).write_bytes(data)
+        from core.io.outputs import write_bytes
+
+        write_bytes(out, data)  # atomic: a failure or an interrupt leaves the file as it was
         return None
     text = str(data, "utf-8")
     if out is None:
@@ -891,7 +893,9 @@ def write_qrels(qrels: Qrels, out: str | Path | IO[str] | None = None) -> str | 
     if out is None:
         return text
     if isinstance(out, (str, Path)):
-        Path(out).write_text(text, encoding="utf-8")
+        from core.io.outputs import write_text
+
+        write_text(out, text)  # atomic
     else:
         out.write(text)
     return None

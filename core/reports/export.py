@@ -36,6 +36,7 @@ import pandas as pd
 
 from core.bt import TABLE_COLUMNS, Leaderboard
 from core.intervals import RunIntervals
+from core.io.outputs import frame_to_csv
 from core.stats import FRAGILE, PairwiseTests, run_letter
 from core.ties import ORDER_LABELS, TRADITIONAL_ORDERS
 
@@ -454,14 +455,15 @@ def leaderboard_latex(
 def leaderboard_csv(lb: Leaderboard, *, seed: int | None = None) -> str:
     """`core.bt.TABLE_COLUMNS`, ``provisional``, then `INTERVAL_COLUMNS` (the same on every
     row: method, level, bootstrap rounds and seed, empty for sandwich intervals); floats as
-    pandas writes them (full precision)."""
+    pandas writes them (full precision); model names inert in a spreadsheet
+    (`core.io.outputs.frame_to_csv`)."""
     b = _board(lb)
     m = interval_method(lb, seed)
     b["interval_method"] = m.method
     b["ci_level"] = m.level
     b["bootstrap_rounds"] = pd.array([m.rounds] * len(b), dtype="Int64")
     b["bootstrap_seed"] = pd.array([m.seed] * len(b), dtype="Int64")
-    return b.to_csv(index=False, lineterminator="\n")
+    return str(frame_to_csv(b, lineterminator="\n"))  # model names inert in a spreadsheet
 
 
 def leaderboard_json(lb: Leaderboard, *, seed: int | None = None) -> str:

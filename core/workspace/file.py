@@ -388,7 +388,8 @@ def save_workspace(
     ws: Workspace, out: str | os.PathLike[str] | IO[bytes] | None = None, *, settings: Mapping[str, Any] | None = None
 ) -> bytes | None:
     """Write every dataset of ``ws`` and ``settings`` (JSON values) as a workspace file to
-    ``out`` (a path or a binary stream); with ``out=None`` return the file's bytes."""
+    ``out`` (a path, written atomically: `core.io.outputs.atomic_write`, or a binary stream);
+    with ``out=None`` return the file's bytes."""
     settings = dict(settings or {})
     if not _is_json(settings):
         raise DataError("workspace settings must be JSON values (text, numbers, lists, objects)")
@@ -397,7 +398,9 @@ def save_workspace(
         _write(ws, buffer, settings)
         return buffer.getvalue()
     if isinstance(out, (str, os.PathLike)):
-        with open(out, "wb") as fh:
+        from core.io.outputs import atomic_write
+
+        with atomic_write(out, "wb") as fh:  # a failure or an interrupt leaves the file as it was
             _write(ws, fh, settings)
     else:
         _write(ws, out, settings)

@@ -15,6 +15,7 @@ import streamlit as st
 from core.data import Qrels, Run
 from core.errors import RankLensError
 from core.io import collapse_chunks
+from core.io.outputs import frame_to_csv
 from core.workspace import MAX_DEFAULT_RUNS, Workspace, default_selection
 from core.workspace import describe as _describe
 from pages.common import cache, figures, state
@@ -459,10 +460,11 @@ def active_runs() -> list[Run]:
 def download_csv(
     frame: pd.DataFrame | Callable[[], pd.DataFrame], filename: str, label: str = "Download CSV", key: str | None = None
 ) -> None:
-    """A CSV download of ``frame`` (or of what ``frame()`` returns: built only when clicked)."""
+    """A CSV download of ``frame`` (or of what ``frame()`` returns: built only when clicked), its
+    text cells inert in a spreadsheet (`core.io.outputs.frame_to_csv`: no formula runs)."""
     st.download_button(
         label,
-        data=lambda: (frame() if callable(frame) else frame).to_csv(index=False).encode("utf-8"),
+        data=lambda: str(frame_to_csv(frame() if callable(frame) else frame)).encode("utf-8"),
         file_name=filename,
         mime="text/csv",
         on_click="ignore",
