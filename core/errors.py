@@ -6,6 +6,8 @@ known) and what was expected, so the CLI and the pages can show it as one readab
 
 from __future__ import annotations
 
+import re
+
 
 class RankLensError(Exception):
     """Base class of every error RankLens raises on purpose."""
@@ -65,3 +67,24 @@ class MetricError(RankLensError, ValueError):
 
 class DataWarning(UserWarning):
     """Input that is usable but suspicious (e.g. queries missing from the qrels)."""
+
+
+#: a URL's user information (``scheme://user:password@``): up to the last ``@`` of the authority
+_USERINFO = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s]*@")
+#: query parameters that carry a credential (``?api_key=...``, ``&token=...``)
+_SECRET_PARAMS = re.compile(
+    r"(?i)([?&](?:api[_-]?key|key|token|access[_-]?token|secret|client[_-]?secret|password|passwd|pwd|sig|signature)=)"
+    r"[^&#\s]+"
+)
+#: what a redacted credential reads as
+REDACTED = "***"
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced by `REDACTED`: the user and
+    password (``http://user:pw@host`` -> ``http://***@host``) and the values of query
+    parameters named like keys, tokens, secrets, passwords or signatures. Used wherever a URL
+    given by the user is written: error lines, call logs, per-endpoint usage, workspace files."""
+    if "://" not in text and "=" not in text:
+        return text
+    return _SECRET_PARAMS.sub(rf"\1{REDACTED}", _USERINFO.sub(rf"\1{REDACTED}@", text))

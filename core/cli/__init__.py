@@ -47,7 +47,9 @@ def read_named_runs(paths: list[str], *, duplicates: str = "error") -> list[Run]
 
 def fail(exc: BaseException) -> int:
     """Print one line naming what went wrong (never a traceback, never a control character:
-    `core.io.outputs.terminal_safe`) and return exit code 2."""
+    `core.io.outputs.terminal_safe`, never a URL's password: `core.errors.redact_credentials`)
+    and return exit code 2."""
+    from core.errors import redact_credentials
     from core.io.outputs import terminal_safe
 
     message = str(exc) or exc.__class__.__name__
@@ -56,7 +58,7 @@ def fail(exc: BaseException) -> int:
     message = " ".join(part.strip() for part in message.splitlines() if part.strip())  # always one line
     if len(message) > _MAX_MESSAGE:  # e.g. a message quoting a 50 MB id
         message = message[: _MAX_MESSAGE - 1] + "…"
-    print(f"error: {terminal_safe(message)}", file=sys.stderr)
+    print(f"error: {terminal_safe(redact_credentials(message))}", file=sys.stderr)
     return 2
 
 

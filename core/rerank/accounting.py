@@ -192,8 +192,8 @@ def summarize(
     """After a run: the usage of one strategy from its successful queries' results, the
     failed queries' errors and the calls they made before failing (``failed_logs``)."""
     prices = prices or Prices()
-    failed = [r for log in (failed_logs or {}).values() for r in log]
-    records = [r for res in results for r in res.records] + failed
+    failed = [r for log in (failed_logs or {}).values() for r in log if not r.failed]
+    records = [r for res in results for r in res.records] + failed  # requests that got no reply: log only
     billed = [r for r in records if not r.cache_hit]
     prompt = sum(r.prompt_tokens for r in billed)
     completion = sum(r.completion_tokens for r in billed)

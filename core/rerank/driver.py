@@ -33,6 +33,7 @@ from core.rerank.errors import (
     DocumentTooLongError,
     InvalidOutputError,
     LogprobsUnsupportedError,
+    ProviderError,
     RerankConfigError,
     StrictOutputError,
     excerpt,
@@ -210,6 +211,23 @@ async def _aask(provider: AsyncProvider, query: str, texts: list[str], op: Op, t
     raise ValueError(op.kind)
 
 
+def _failed(trace: OpTrace, exc: Exception, latency_ms: float, redact: Callable[[str], str]) -> None:
+    """An operation that raised: its requests so far join the query's log, and a request that
+    got no reply (`ProviderError` after at least one attempt) is logged as ``failed`` with the
+    redacted reason, so ``--log`` holds every request sent."""
+    if isinstance(exc, ProviderError) and exc.attempts > 0:
+        trace.add(
+            raw=None,
+            valid=False,
+            reason=redact(str(exc)),
+            latency_ms=latency_ms,
+            retries=max(exc.attempts - 1, 0),
+            endpoint=exc.endpoint or "",
+            failed=True,
+        )
+    trace.query.records.extend(trace.records)
+
+
 def _call_sync(provider: Provider, query: str, texts: list[str], op: Op, qtrace: QueryTrace, scale: int) -> Any:
     """One operation with its own trace (index = operations finished so far): the validated answer."""
     trace = OpTrace(qtrace, op, qtrace.ops)
@@ -219,6 +237,9 @@ def _call_sync(provider: Provider, query: str, texts: list[str], op: Op, qtrace:
         answer = _ask(provider, query, texts, op, trace)
     except InvalidOutputError as exc:
         error = exc
+    except Exception as exc:
+        _failed(trace, exc, (time.perf_counter() - t0) * 1000, provider.redact)
+        raise
     return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
 
 
@@ -248,6 +269,9 @@ async def _call_async(
                     answer = await _aask(provider, query, texts, op, trace)
         except InvalidOutputError as exc:
             error = exc
+        except Exception as exc:
+            _failed(trace, exc, (time.perf_counter() - t0) * 1000, provider.redact)
+            raise
         return _finish(trace, answer, error, (time.perf_counter() - t0) * 1000, scale, provider.redact)
     except BaseException:
         if qtrace.failure is not None:

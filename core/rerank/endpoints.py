@@ -58,7 +58,7 @@ def usage_by_endpoint(
             s = stats.setdefault(e.url, [0, 0, 0])
             s[0], s[1], s[2] = s[0] + e.attempts, s[1] + e.failures, s[2] + e.times_down
     for r in records:
-        if r.endpoint and not r.cache_hit:
+        if r.endpoint and not r.cache_hit and not r.failed:  # a request without a reply: in the log only
             by.setdefault(r.endpoint, []).append(r)
     rows = []
     for url, recs in by.items():

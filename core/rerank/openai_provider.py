@@ -43,6 +43,7 @@ from typing import Any
 import httpx2  # the HTTP layer of the pinned openai client (its documented raw-response type)
 import openai
 
+from core.errors import redact_credentials
 from core.rerank.cache import ReplyCache, cache_key
 from core.rerank.errors import InvalidOutputError, LogprobsUnsupportedError, ProviderError, RerankConfigError
 from core.rerank.keys import resolve_api_key
@@ -247,8 +248,15 @@ class OpenAIProvider(BaseProvider):
         ):
             raise RerankConfigError(f"endpoint_concurrency must be a positive integer (got {endpoint_concurrency!r})")
         #: the endpoints' slots, health and counters (one endpoint without base URLs)
+        #: each endpoint's label (its URL without credentials: `core.errors.redact_credentials`), the
+        #: name every log, usage row and message uses, and the URL it stands for
+        self._real: dict[str, str] = {}
+        for url in self.base_urls or [self._endpoint_url]:
+            label = redact_credentials(url)
+            label = label if label not in self._real else f"{label}#{len(self._real) + 1}"
+            self._real[label] = url
         self.pool = EndpointPool(
-            self.base_urls or [self.endpoint],
+            list(self._real),
             limit=int(endpoint_concurrency) if endpoint_concurrency else None,
             cooldown=float(endpoint_cooldown),
         )
@@ -264,7 +272,13 @@ class OpenAIProvider(BaseProvider):
 
     @property
     def endpoint(self) -> str:
-        """The chat endpoint's base (Azure: the deployment URL with its API version)."""
+        """The chat endpoint's base (Azure: the deployment URL with its API version), without
+        credentials (`core.errors.redact_credentials`)."""
+        return redact_credentials(self._endpoint_url)
+
+    @property
+    def _endpoint_url(self) -> str:
+        """`endpoint` as given, credentials included (for the client and the cache key only)."""
         if self.azure:
             return f"{self.azure_endpoint}/openai/deployments/{self.azure_deployment}?api-version={self.api_version}"
         return self.base_url or "https://api.openai.com/v1"
@@ -275,11 +289,11 @@ class OpenAIProvider(BaseProvider):
         return bool(self.__key)
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key replaced by ``***``."""
+        """``text`` with the API key and the credentials of any URL replaced by ``***``."""
         key = self.__key
         if key and key != LOCAL_PLACEHOLDER_KEY and key in text:
             text = text.replace(key, "***")
-        return text
+        return redact_credentials(text)
 
     # ---- clients ----------------------------------------------------------------------------
     def _kwargs(self, url: str | None = None) -> dict[str, Any]:
@@ -297,7 +311,7 @@ class OpenAIProvider(BaseProvider):
                 azure_deployment=self.azure_deployment,
                 api_version=self.api_version,
             )
-        base = url if url is not None and self.base_urls else self.base_url
+        base = self._real.get(url, url) if url is not None and self.base_urls else self.base_url
         return dict(common, base_url=base) if base else common
 
     def client(self, url: str | None = None) -> openai.OpenAI:
@@ -341,7 +355,7 @@ class OpenAIProvider(BaseProvider):
     def cache_identity(self) -> dict[str, Any]:
         """Provider, endpoint(s) and model: with the messages and `_params`, the reply cache key
         (several base URLs: all of them, comma separated, whichever answered)."""
-        base = ",".join(self.base_urls) if len(self.base_urls) > 1 else self.endpoint
+        base = ",".join(self.base_urls) if len(self.base_urls) > 1 else self._endpoint_url
         return {"provider": "azure-openai" if self.azure else "openai", "base_url": base, "model": self.model}
 
     def _params(self, logprobs: bool = False) -> dict[str, Any]:

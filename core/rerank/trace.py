@@ -41,6 +41,7 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "cache_hit",
     "retries",
     "endpoint",
+    "failed",
 )
 
 
@@ -65,6 +66,9 @@ class CallRecord:
     cache_hit: bool = False
     retries: int = 0
     endpoint: str = ""  # the base URL that answered ("" for offline providers and cache hits)
+    #: a request that got no reply (transport retries spent, refused): ``reason`` says why; not
+    #: counted as a call or an invalid reply in the usage, but kept in the log
+    failed: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Flat row: ``shown`` as space-separated labels, ``parsed`` as JSON text."""
@@ -123,6 +127,7 @@ class OpTrace:
         cache_hit: bool = False,
         retries: int = 0,
         endpoint: str = "",
+        failed: bool = False,
     ) -> None:
         """Record one model request (its ``attempt`` is the number of records before it)."""
         self.records.append(
@@ -144,5 +149,6 @@ class OpTrace:
                 cache_hit,
                 retries,
                 endpoint,
+                failed,
             )
         )

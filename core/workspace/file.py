@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from core.data import DUPLICATES_DROPPED, Qrels, Run, Votes, as_numpy
-from core.errors import DataError
+from core.errors import DataError, redact_credentials
 from core.io._common import MAX_EXPANDED_ENV, MAX_RATIO, json_nesting_exceeds, max_expanded_bytes
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.workspace import KINDS, Workspace
@@ -393,6 +393,7 @@ def save_workspace(
     settings = dict(settings or {})
     if not _is_json(settings):
         raise DataError("workspace settings must be JSON values (text, numbers, lists, objects)")
+    settings = dict(_redacted(settings))  # a link's password or token is never saved
     if out is None:
         buffer = io.BytesIO()
         _write(ws, buffer, settings)
@@ -405,6 +406,18 @@ def save_workspace(
     else:
         _write(ws, out, settings)
     return None
+
+
+def _redacted(value: Any) -> Any:
+    """``value`` (JSON) with the credentials of every URL in its text removed
+    (`core.errors.redact_credentials`)."""
+    if isinstance(value, str):
+        return redact_credentials(value)
+    if isinstance(value, list):
+        return [_redacted(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _redacted(v) for k, v in value.items()}
+    return value
 
 
 def _write(ws: Workspace, target: IO[bytes], settings: dict[str, Any]) -> None:
@@ -429,8 +442,8 @@ def _write(ws: Workspace, target: IO[bytes], settings: dict[str, Any]) -> None:
                     sha256=hashlib.sha256(memoryview(raw)).hexdigest(),
                     content=dataset_digest(table),
                     origin=entry.origin,
-                    note=entry.note,
-                    source=getattr(entry.obj, "source", None),
+                    note=redact_credentials(entry.note),
+                    source=_redacted(getattr(entry.obj, "source", None)),
                     upload_digest=entry.digest,
                     meta=meta,
                     meta_not_saved=left,
@@ -614,6 +627,10 @@ def _parse_manifest(raw: bytes, name: str) -> Manifest:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
         raise DataError(f"the manifest is not valid JSON ({exc})", file=name, expected="a RankLens manifest") from None
+    except ValueError:  # an integer past Python's int-str limit (4,300 digits): no manifest holds one
+        raise DataError(
+            "the manifest holds a number too long to read", file=name, expected="a RankLens manifest"
+        ) from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise DataError(
             "not a RankLens workspace file (its manifest names another format)",
