@@ -164,3 +164,73 @@ def test_a_saved_workspace_holds_no_credentials(tmp_path: Path) -> None:
     saved = json.loads(manifest)
     assert saved["settings"]["link"] == "/datasets?workspace=https://***@h/w.zip"
     assert saved["datasets"][0]["source"] == "https://***@h/r.trec"
+
+
+def _member_refused(kind: str, obj: object, message: str | None, tmp_path: Path) -> None:
+    from core.workspace import Workspace
+    from core.workspace.file import load_workspace, save_workspace
+
+    ws = Workspace()
+    ws.add(kind, "x", obj)
+    path = tmp_path / f"{kind}.ranklens.zip"
+    save_workspace(ws, path)
+    if message is None:
+        load_workspace(path)
+        return
+    with pytest.raises(DataError, match=message) as caught:
+        load_workspace(path)
+    assert caught.value.file == path.name
+
+
+def test_members_get_the_checks_files_get(tmp_path: Path) -> None:
+    """Finding 7: a workspace member is refused for what the file readers refuse."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from core.data import Qrels, Run, Votes
+    from core.workspace.file import load_workspace
+
+    run = Run.from_table(pa.table({"qid": ["q\x1b[2J"], "docid": ["d"], "score": [1.0]}), "x")
+    _member_refused("run", run, "qid 'q\\\\x1b\\[2J' contains a control character", tmp_path)
+    ranked = Run.from_table(
+        pa.table({"qid": ["q", "q"], "docid": ["a", "b"], "score": [1.0, 1.0], "rank": [-1, 2]}), "x"
+    )
+    _member_refused("run", ranked, "rank -1 is negative", tmp_path)
+    qrels = Qrels.from_table(pa.table({"qid": ["q"], "docid": ["d\x00"], "relevance": [1]}), "x")
+    _member_refused("qrels", qrels, "docid .* contains a control character", tmp_path)
+    votes = Votes.from_table(pa.table({"model_a": ["a\x07"], "model_b": ["b"], "winner": ["model_a"]}), "x")
+    _member_refused("votes", votes, "model_a .* contains a control character", tmp_path)
+    answers = pd.DataFrame({"qid": ["1"], "prediction": ["p"], "references": [["r", "s"]]})
+    path = tmp_path / "answers.ranklens.zip"
+    _member_refused("answers", answers, None, tmp_path)  # saved whole: reads back
+    table = pa.table({"qid": ["1"], "prediction": ["p"], "references": pa.array([["r", None]], pa.list_(pa.string()))})
+    _replace_member(path, table)
+    with pytest.raises(DataError, match="'references' holds an empty item"):
+        load_workspace(path)
+
+
+def _replace_member(path: Path, table: object) -> None:
+    """Rewrite the workspace at ``path`` with its one member replaced by ``table`` (digests
+    recomputed: only the checks of the values can refuse it)."""
+    import hashlib
+    import io
+    import json
+    import zipfile
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from core.workspace.file import dataset_digest
+
+    with zipfile.ZipFile(path) as archive:
+        manifest = json.loads(archive.read("manifest.json"))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    raw = sink.getvalue().to_pybytes()
+    record = manifest["datasets"][0]
+    record.update(sha256=hashlib.sha256(raw).hexdigest(), content=dataset_digest(table), rows=table.num_rows)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        archive.writestr(record["file"], raw)
+        archive.writestr("manifest.json", json.dumps(manifest))
+    path.write_bytes(out.getvalue())

@@ -461,6 +461,10 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
     return "trec"
 
 
+#: what a JSON number past Python's int-str limit (`sys.get_int_max_str_digits`, 4,300 digits) is called
+TOO_LONG_NUMBER = "a number too long to read (more than 4,300 digits)"
+
+
 def json_lines(
     text: str, name: str, expected: str = "one JSON object per line"
 ) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -478,6 +482,8 @@ def json_lines(
             ) from None
         except RecursionError:
             raise DataError("nesting too deep", file=name, line=number, expected=expected) from None
+        except ValueError:  # an integer past Python's int-str limit
+            raise DataError(TOO_LONG_NUMBER, file=name, line=number, expected=expected) from None
         if not isinstance(obj, dict):
             raise DataError("not a JSON object", file=name, line=number, expected=expected)
         yield number, obj

@@ -759,12 +759,20 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
                 line=1,
                 expected="a header qid,prediction,reference",
             )
-        for number, row in enumerate(reader, start=2):
-            if row.get(ref_key) is None or row.get(fields["prediction"]) is None:
-                raise DataError(
-                    "row has too few values", file=display, line=number, expected="qid,prediction,reference"
-                )
-            records.append((row[fields["qid"]], row[fields["prediction"]], [row[ref_key]]))
+        try:
+            for number, row in enumerate(reader, start=2):
+                if row.get(ref_key) is None or row.get(fields["prediction"]) is None:
+                    raise DataError(
+                        "row has too few values", file=display, line=number, expected="qid,prediction,reference"
+                    )
+                records.append((row[fields["qid"]], row[fields["prediction"]], [row[ref_key]]))
+        except csv.Error as exc:  # a field past csv's limit (128 KB), a NUL...: the line the reader reached
+            raise DataError(
+                f"cannot read the row ({exc})",
+                file=display,
+                line=reader.reader.line_num,
+                expected="qid,prediction,reference",
+            ) from None
     else:
         raise DataError(f"answers cannot be read from {kind} files", file=display, expected="CSV, TSV or JSONL")
     import pandas as pd
@@ -776,6 +784,22 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
         .reset_index()
     )
     return frame
+
+
+def _chunk_map_line_error(raw: bytes, display: str) -> DataError:
+    """The `DataError` of a whitespace-separated chunk map whose line does not hold two fields:
+    the first such line, with what it holds."""
+    for number, line in enumerate(raw.split(b"\n"), start=1):
+        fields = line.split()
+        if fields and len(fields) != 2:
+            shown = quoted(line.decode("utf-8", "replace").strip())
+            return DataError(
+                f"found {len(fields)} column(s): {shown}",
+                file=display,
+                line=number,
+                expected="two columns: chunk_id doc_id",
+            )
+    return DataError("not a readable chunk map", file=display, expected="two columns: chunk_id doc_id")
 
 
 @refuse_exhaustion
@@ -794,12 +818,15 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
             aliases = {**aliases, "docid": "chunk_id"}
         table = _read_delimited(raw, display, "\t" if kind == "tsv" else ",", aliases, "chunk map")
     else:
-        table = pacsv.read_csv(
-            pa.BufferReader(_normalise_whitespace(raw)),
-            read_options=pacsv.ReadOptions(column_names=["chunk_id", "doc_id"]),
-            parse_options=pacsv.ParseOptions(delimiter=" "),
-            convert_options=pacsv.ConvertOptions(column_types={"chunk_id": pa.string(), "doc_id": pa.string()}),
-        )
+        try:
+            table = pacsv.read_csv(
+                pa.BufferReader(_normalise_whitespace(raw)),
+                read_options=pacsv.ReadOptions(column_names=["chunk_id", "doc_id"]),
+                parse_options=pacsv.ParseOptions(delimiter=" "),
+                convert_options=pacsv.ConvertOptions(column_types={"chunk_id": pa.string(), "doc_id": pa.string()}),
+            )
+        except pa.ArrowInvalid:
+            raise _chunk_map_line_error(raw, display) from None
     if not {"chunk_id", "doc_id"} <= set(table.column_names):
         raise DataError("missing chunk_id/doc_id columns", file=display, expected="a header chunk_id,doc_id")
     frame = table.select(["chunk_id", "doc_id"]).to_pandas()

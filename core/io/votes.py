@@ -37,6 +37,7 @@ import pyarrow.parquet as pq
 from core.data import VOTE_OPTIONAL, VoteRowError, Votes
 from core.errors import DataError
 from core.io._common import (
+    TOO_LONG_NUMBER,
     check_flat_columns,
     check_parquet_size,
     check_text,
@@ -275,6 +276,8 @@ def _json_array(raw: bytes, name: str) -> pa.Table:
         raise DataError(
             f"invalid JSON ({exc.msg})", file=name, line=exc.lineno, expected="a JSON array of votes"
         ) from None
+    except ValueError:  # an integer past Python's int-str limit
+        raise DataError(TOO_LONG_NUMBER, file=name, expected="a JSON array of votes") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise DataError("a JSON array must hold one object per vote", file=name, line=1, expected="[{...}, ...]")
     return _rows_table(rows, name, None)
@@ -311,6 +314,8 @@ def _python_jsonl(lines: list[bytes], nonblank: list[int], name: str) -> tuple[p
             ) from None
         except RecursionError:
             raise DataError("nesting too deep", file=name, line=k + 1, expected="one JSON object per line") from None
+        except ValueError:  # an integer past Python's int-str limit
+            raise DataError(TOO_LONG_NUMBER, file=name, line=k + 1, expected="one JSON object per line") from None
         if not isinstance(obj, dict):
             raise DataError("a line must hold one JSON object", file=name, line=k + 1, expected="{...}")
         rows.append(obj)

@@ -198,13 +198,9 @@ def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chun
     kind = ""
     offset = 0  # file lines before the current block
     before = 0
-    for number, (block, consumed) in enumerate(_blocks(path, chunk_bytes)):
+    for number, (block, consumed) in enumerate(text_blocks(path, chunk_bytes)):
         delta, before = consumed - before, consumed
         if number == 0:
-            if block[:2] in _UTF16_BOMS:
-                raise DataError(
-                    "is UTF-16 text", file=display, expected="UTF-8 text for --engine stream/ray (or --engine memory)"
-                )
             kind = sniff_format(block[: 1 << 16], display)
             if kind in ("csv", "tsv"):
                 header = block[: block.find(b"\n") + 1]
@@ -226,6 +222,45 @@ def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chun
         lines = [rows if len(runs) == 1 and len(r) == len(rows) else np.zeros(len(r), np.int64) for r in runs]
         yield Chunk(runs, lines, delta)
         offset += lines_in_block
+
+
+def text_blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
+    """`_blocks` as UTF-8: a file starting with a UTF-16 byte-order mark (plain or gzip) is
+    decoded as it streams (an incremental decoder: a block may end inside a character) and cut
+    again at line ends, as the memory engine decodes it whole (`core.io._common.utf16_to_utf8`);
+    any other file's blocks as they are."""
+    import codecs
+    import itertools
+
+    blocks = _blocks(path, chunk_bytes)
+    try:
+        first = next(blocks, None)
+        if first is None:
+            return
+        if first[0][:2] not in _UTF16_BOMS:
+            yield first
+            yield from blocks
+            return
+        decoder = codecs.getincrementaldecoder("utf-16")()
+        carry, done, consumed = b"", 0, 0
+        for block, consumed in itertools.chain([first], blocks):
+            data = carry + decoder.decode(block).encode("utf-8")
+            done += len(block)
+            cut = data.rfind(b"\n")
+            carry = data[cut + 1 :]
+            if cut >= 0:
+                yield data[: cut + 1], consumed
+        carry += decoder.decode(b"", final=True).encode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(
+            f"invalid UTF-16 at byte offset {done + exc.start} ({exc.reason})",
+            file=display_name(path),
+            expected="UTF-16 or UTF-8 text",
+        ) from None
+    except EOFError as exc:  # a gzip file cut short (gzip's own reader): named as the memory engine names it
+        raise DataError(f"corrupt gzip data ({exc})", file=path.name) from None
+    if carry:
+        yield carry, consumed
 
 
 def _shift_lines(exc: DataError, shift: int, display: str) -> DataError:

@@ -30,7 +30,7 @@ from core.bt.counts import Aggregated
 from core.data import Votes
 from core.errors import DataError
 from core.io import read_votes
-from core.scale.sources import CHUNK_BYTES, PARQUET_BATCH_ROWS, _blocks, display_name
+from core.scale.sources import CHUNK_BYTES, PARQUET_BATCH_ROWS, display_name, text_blocks
 
 _SHIFT = np.int64(32)
 
@@ -50,7 +50,8 @@ def iter_vote_chunks(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterat
     )
     header = b""
     offset = 0
-    for number, (block, _) in enumerate(_blocks(path, chunk_bytes)):
+    chunks = 0
+    for number, (block, _) in enumerate(text_blocks(path, chunk_bytes)):  # UTF-16 decoded as in memory
         if number == 0 and fmt in ("csv", "tsv"):
             header = block[: block.find(b"\n") + 1]
         lines_in_block = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
@@ -63,9 +64,11 @@ def iter_vote_chunks(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterat
             except DataError as exc:
                 lines = tuple(n + shift for n in exc.lines) if exc.lines else None
                 raise DataError(exc.message, file=display, lines=lines, expected=exc.expected) from None
-        elif number == 0:
-            raise DataError("no votes in the file", file=display, line=1, expected="at least one vote")
+            chunks += 1
         offset += lines_in_block
+    if not chunks:  # no vote in the whole file (not just its first block): the memory reader's refusal
+        read_votes(header, filename=display, fmt=fmt)
+        raise DataError("no votes in the file", file=display, line=1, expected="at least one vote")
 
 
 def _parquet_votes(path: Path) -> Iterator[Votes]:

@@ -761,6 +761,46 @@ def _check_table(record: DatasetRecord, table: pa.Table, name: str) -> None:
         raise DataError(
             f"{record.kind} {record.name!r} has {table.num_rows:,} rows, the manifest says {record.rows:,}", file=name
         )
+    _check_values(record, table, name)
+
+
+#: kind -> its columns of ids and names: no control character, as the file readers require
+_ID_COLUMNS: dict[str, tuple[str, ...]] = {
+    "run": ("qid", "docid"),
+    "qrels": ("qid", "docid"),
+    "votes": ("model_a", "model_b", "winner", "judge", "category"),
+    "answers": ("qid",),
+    "chunkmap": ("chunk_id", "doc_id"),
+    "corpus": ("qid", "docids"),
+}
+
+
+def _check_values(record: DatasetRecord, table: pa.Table, name: str) -> None:
+    """What the file readers refuse, refused in a member too: an id or name holding a control
+    character, a negative rank, a list (references, candidates) holding an empty item."""
+    from core.io._common import first_control_row, quoted
+
+    what = f"{record.kind} {record.name!r}"
+    for column in _ID_COLUMNS.get(record.kind, ()):
+        if column not in table.column_names:
+            continue
+        values = table[column]
+        if pa.types.is_list(values.type):
+            values = pc.list_flatten(values)
+        row = first_control_row(values)
+        if row is not None:
+            raise DataError(
+                f"{what}: {column} {quoted(values[row].as_py())} contains a control character",
+                file=name,
+                expected=f"a {column} of printable characters",
+            )
+    if "rank" in table.column_names:
+        low = pc.min(table["rank"]).as_py()
+        if low is not None and low < 0:
+            raise DataError(f"{what}: rank {low} is negative", file=name, expected="a rank of 0 or more")
+    for column in table.column_names:
+        if pa.types.is_list(table[column].type) and pc.list_flatten(table[column]).null_count:
+            raise DataError(f"{what}: column {column!r} holds an empty item", file=name, expected="no empty items")
 
 
 def _canonical(kind: str, table: pa.Table) -> pa.Table:
