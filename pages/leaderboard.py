@@ -174,15 +174,24 @@ request = cache.BoardRequest(
     base=float(base),
     init=float(init),
 )
+sandwich_time = cache.fit_time(votes, ties, "sandwich", 0)
+fitting = reports.fit_notice(sandwich_time)  # said while a long fit runs (not at all when cached)
 try:
-    lb = cache.leaderboard(votes, request)
+    with st.spinner(fitting or "Rating the models.", show_time=fitting is not None):
+        lb = cache.leaderboard(votes, request)
 except RankLensError as exc:
     ui.show_error(exc, escape=True)
     st.stop()
 
 asked = state.BootstrapRequest(content_digest(votes), request, rounds, seed)
+boot_time = cache.fit_time(votes, ties, "bootstrap", rounds)
 run_boot = top[2].button(
-    "Run bootstrap", icon=":material/play_arrow:", key="lb_run_boot", disabled=not lb.ok, width="stretch"
+    "Run bootstrap",
+    icon=":material/play_arrow:",
+    key="lb_run_boot",
+    disabled=not lb.ok,
+    width="stretch",
+    help=reports.bootstrap_time_help(boot_time, sandwich_time),
 )
 query = top[3].text_input("Find models", key="lb_find", placeholder="part of a model name")
 pinned = top[4].multiselect(
@@ -194,10 +203,11 @@ pinned = top[4].multiselect(
 )
 progress_slot = st.empty()
 if run_boot:
-    bar = progress_slot.progress(0.0, text="Bootstrap: 0 rounds")
+    expected = reports.bootstrap_expected(boot_time)  # the estimate and the cheaper choice, when long
+    bar = progress_slot.progress(0.0, text=f"Bootstrap: 0 rounds{expected}")
 
     def _tick(done: int, total: int) -> None:
-        bar.progress(done / total, text=f"Bootstrap: {done:,} / {total:,} rounds")
+        bar.progress(done / total, text=f"Bootstrap: {done:,} / {total:,} rounds{expected}")
 
     try:
         cache.bootstrap(votes, request, rounds, seed, progress=_tick)

@@ -2,9 +2,10 @@
 
 One module per idea, each a set of small pure functions (FastChat's rating_systems style):
 
-- `budget`: which path a fit takes (dense up to `DENSE_MODELS` parameters, else sparse) and
+- `budget`: which path a fit takes (dense up to `DENSE_MODELS` parameters, else sparse),
   the memory a leaderboard needs (`estimate_memory`), refused before allocating
-  (`check_memory`, `MemoryLimitError`; limit ``max_memory_gb`` / ``$RANKLENS_BT_MAX_GB``).
+  (`check_memory`, `MemoryLimitError`; limit ``max_memory_gb`` / ``$RANKLENS_BT_MAX_GB``), and
+  the time it takes (`estimate_seconds`, announced above `NOTICE_SECONDS` with `cheaper` choices).
 - `counts`: votes -> unique unordered pairs with weighted ``[wins_i, ties, wins_j]`` (`aggregate`).
 - `graph`: connected components of the comparison graph; whether the MLE exists (Ford); which
   ratings the votes identify when it does not (`identify`).
@@ -24,10 +25,14 @@ One module per idea, each a set of small pure functions (FastChat's rating_syste
 from core.bt.board import FitSummary, Leaderboard, check_options, leaderboard, leaderboard_from_cells, summarize
 from core.bt.budget import (
     DENSE_MODELS,
+    NOTICE_SECONDS,
     MemoryEstimate,
     MemoryLimitError,
+    TimeEstimate,
+    cheaper,
     check_memory,
     estimate_memory,
+    estimate_seconds,
     memory_limit_gb,
 )
 from core.bt.counts import Aggregated, aggregate, decay_weights
@@ -61,6 +66,7 @@ from core.bt.tables import RANKED_COLUMNS, TABLE_COLUMNS, LeaderboardRow, matric
 __all__ = [
     "AUTO_L2",
     "DENSE_MODELS",
+    "NOTICE_SECONDS",
     "PROVISIONAL_VOTES",
     "RANKED_COLUMNS",
     "TABLE_COLUMNS",
@@ -80,16 +86,19 @@ __all__ = [
     "MemoryEstimate",
     "MemoryLimitError",
     "RatingScale",
+    "TimeEstimate",
     "aggregate",
     "anchor_shift",
     "bootstrap",
     "bootstrap_estimates",
+    "cheaper",
     "check_memory",
     "check_options",
     "components",
     "decay_weights",
     "estimate",
     "estimate_memory",
+    "estimate_seconds",
     "fit",
     "gauge_projector",
     "identify",

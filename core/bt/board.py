@@ -17,7 +17,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from core.bt.budget import check_memory, estimate_memory
+from core.bt import budget
+from core.bt.budget import TimeEstimate, check_memory, estimate_memory, estimate_seconds
 from core.bt.counts import Aggregated, aggregate
 from core.bt.diagnostics import (
     PROVISIONAL_VOTES,
@@ -214,6 +215,7 @@ def leaderboard(
     progress: Callable[[int, int], None] | None = None,
     matrices: bool = True,
     max_memory_gb: float | None = None,
+    notice: Callable[[TimeEstimate], None] | None = None,
 ) -> Leaderboard:
     """Ratings, intervals (``sandwich`` | ``bootstrap`` | ``none``), ranks, matrices and
     diagnostics for ``votes``. ``l2``: ``"auto"`` (ridge `AUTO_L2` only when no finite MLE
@@ -223,8 +225,10 @@ def leaderboard(
     (``battles``, ``win_rate`` and ``predicted`` are None). Before fitting, the memory the
     steps need is estimated (`budget.estimate_memory`) and `budget.MemoryLimitError` raised
     when it exceeds ``max_memory_gb`` (default `budget.memory_limit_gb`: ``$RANKLENS_BT_MAX_GB``
-    or 4 GB). The votes are aggregated (`counts.aggregate`, with ``half_life_days``) and
-    fitted by `leaderboard_from_cells`."""
+    or 4 GB); then, when the wall time is estimated above `budget.NOTICE_SECONDS`
+    (`budget.estimate_seconds`), ``notice`` is called with the estimate before any of it runs.
+    The votes are aggregated (`counts.aggregate`, with ``half_life_days``) and fitted by
+    `leaderboard_from_cells`."""
     check_options(intervals, ci)
     agg = aggregate(votes, half_life_days=half_life_days)
     return leaderboard_from_cells(
@@ -247,6 +251,7 @@ def leaderboard(
         progress=progress,
         matrices=matrices,
         max_memory_gb=max_memory_gb,
+        notice=notice,
     )
 
 
@@ -271,6 +276,7 @@ def leaderboard_from_cells(
     progress: Callable[[int, int], None] | None = None,
     matrices: bool = True,
     max_memory_gb: float | None = None,
+    notice: Callable[[TimeEstimate], None] | None = None,
 ) -> Leaderboard:
     """`leaderboard` from the votes' (a, b, outcome) cells ``agg`` (`counts.aggregate`, or
     `core.scale.votes.aggregate_votes` streamed, decay already applied): the same
@@ -284,6 +290,12 @@ def leaderboard_from_cells(
         agg.n_models, len(agg.pairs), ties=ties, intervals=intervals, rounds=bootstrap_rounds, matrices=matrices
     )
     check_memory(need, max_memory_gb)
+    if notice is not None:
+        took = estimate_seconds(
+            agg.n_models, len(agg.pairs), agg.n_votes, ties=ties, intervals=intervals, rounds=bootstrap_rounds
+        )
+        if took.seconds > budget.NOTICE_SECONDS:
+            notice(took)
     rating_scale = RatingScale(scale, base, init, _anchor_index(agg.models, anchor, source), anchor_rating)
     counts = agg.model_counts()
     comp = components(agg)

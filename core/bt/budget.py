@@ -7,6 +7,11 @@ comparison graph's pattern, Newton steps are solved by preconditioned conjugate 
 the point fit's memory is linear in models + pairs. Intervals still need one dense (D, D)
 inverse (sandwich) or factor (bootstrap): their cost is quadratic and `estimate_memory` says so.
 
+`estimate_seconds` gives the wall time the same steps take on the reference machine (2 shared
+cores; the constants below were measured there, see `SECONDS_PER`): the CLI prints it on stderr,
+and the Leaderboard page shows it, before any work estimated over `NOTICE_SECONDS`, with the
+cheaper choices (`cheaper`: sandwich intervals, fewer bootstrap rounds).
+
 `estimate_memory` adds up the large arrays each step allocates (in bytes, from the number of
 models, unique pairs, bootstrap rounds and whether the pairwise matrices are built);
 `check_memory` raises `MemoryLimitError` naming the sizes, the estimate and the limit before
@@ -32,6 +37,26 @@ LIMIT_ENV = "RANKLENS_BT_MAX_GB"
 NEWTON_BATCH_BYTES = 512_000_000
 
 _F8 = 8
+
+
+#: work estimated above this many seconds is announced first, with a cheaper choice
+NOTICE_SECONDS = 20.0
+#: bootstrap rounds offered as the cheaper choice when the default's estimate is long
+FEWER_ROUNDS = 100
+#: seconds per unit of each step's work on the reference machine (2 cores shared with other
+#: work, load 2.5-3.5), fitted on 500-5,000 models and 0.1-0.9M compared pairs from 0.3-1M votes
+#: (bench/leaderboard.py's arena votes): aggregation per vote, the point fit per pair, a dense
+#: (D, D) factorisation or inverse per D**3, a bootstrap round (its multinomial draws are over the
+#: cells, not the votes) a fixed part, per pair and per D**2
+SECONDS_PER: dict[str, float] = {
+    "vote": 1.0e-6,
+    "fit_pair": 3.0e-6,
+    "cube": 3.0e-10,
+    "sandwich_pair": 3.0e-6,
+    "round": 0.015,
+    "round_pair": 0.6e-6,
+    "round_square": 2.5e-8,
+}
 
 
 class MemoryLimitError(RankLensError):
@@ -148,3 +173,86 @@ def check_memory(est: MemoryEstimate, max_memory_gb: float | None = None) -> Non
         f"{what} needs about {est.gb:,.1f} GB (largest: {est.largest()}); limit {limit:g} GB. "
         f"To rate them: {'; '.join(advice)}."
     )
+
+
+@dataclass(frozen=True)
+class TimeEstimate:
+    """Estimated wall seconds of a leaderboard's steps (`estimate_seconds`): ``parts`` is
+    ``(step, seconds)``; ``seconds`` their sum."""
+
+    models: int
+    pairs: int
+    votes: int
+    intervals: str
+    rounds: int
+    parts: tuple[tuple[str, float], ...]
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for _, s in self.parts)
+
+    def text(self) -> str:
+        """``about 40 s``, ``about 5 min``, ``about 1.5 h``."""
+        return f"about {duration_text(self.seconds)}"
+
+    def what(self) -> str:
+        """``3,000 models (821,959 compared pairs) with 1,000 bootstrap rounds``."""
+        how = {
+            "bootstrap": f"{self.rounds:,} bootstrap rounds",
+            "sandwich": "sandwich intervals",
+        }.get(self.intervals, "no intervals")
+        return f"{self.models:,} models ({self.pairs:,} compared pairs) with {how}"
+
+
+def duration_text(seconds: float) -> str:
+    """``8 s``, ``40 s``, ``5 min``, ``1.5 h`` (two significant figures at most)."""
+    if seconds < 90:
+        return f"{max(1, round(seconds)):,} s"
+    if seconds < 5400:
+        minutes = seconds / 60
+        return f"{minutes:.0f} min" if minutes >= 10 else f"{minutes:.1f} min".replace(".0 min", " min")
+    return f"{seconds / 3600:.1f} h"
+
+
+def estimate_seconds(
+    models: int,
+    pairs: int,
+    votes: int,
+    *,
+    ties: str = "half",
+    intervals: str = "sandwich",
+    rounds: int = 1000,
+) -> TimeEstimate:
+    """Estimated wall seconds per step for ``models`` models, ``pairs`` unique compared pairs and
+    ``votes`` votes on the reference machine (`SECONDS_PER`): aggregation (per vote), the point
+    fit (per pair, plus a dense factorisation up to `DENSE_MODELS`), sandwich intervals (one dense
+    inverse and the per-pair products), the bootstrap (one dense factor, then per round a fixed
+    part and the chord steps per pair and per D**2). Within a factor of about 2 of what was
+    measured there; a faster machine takes less."""
+    k = SECONDS_PER
+    m, q, n = max(int(models), 0), max(int(pairs), 0), max(int(votes), 0)
+    dim = m + (1 if ties == "davidson" else 0)
+    cube = float(dim) ** 3
+    parts: list[tuple[str, float]] = [
+        ("aggregation", k["vote"] * n),
+        ("point fit", k["fit_pair"] * q + (k["cube"] * cube if dense_path(dim) else 0.0)),
+    ]
+    if intervals == "sandwich":
+        parts.append(("sandwich intervals", k["cube"] * cube + k["sandwich_pair"] * q))
+    elif intervals == "bootstrap":
+        per_round = k["round"] + k["round_pair"] * q + k["round_square"] * float(dim) ** 2
+        parts.append(("bootstrap", k["cube"] * cube / 3 + max(int(rounds), 0) * per_round))
+    return TimeEstimate(m, q, n, intervals, rounds if intervals == "bootstrap" else 0, tuple(parts))
+
+
+def cheaper(est: TimeEstimate, *, ties: str = "half") -> list[TimeEstimate]:
+    """Cheaper choices than ``est`` that give intervals: with bootstrap intervals, sandwich
+    intervals and `FEWER_ROUNDS` rounds (when fewer than asked); with sandwich intervals, none."""
+    if est.intervals != "bootstrap":
+        return []
+    out = [estimate_seconds(est.models, est.pairs, est.votes, ties=ties, intervals="sandwich")]
+    if est.rounds > FEWER_ROUNDS:
+        out.append(
+            estimate_seconds(est.models, est.pairs, est.votes, ties=ties, intervals="bootstrap", rounds=FEWER_ROUNDS)
+        )
+    return out

@@ -139,3 +139,14 @@ def aggregate(votes: Votes, *, half_life_days: float | None = None, now: pd.Time
     keys, raw, wc, w2 = count_cells(pair_key, col, w, m)
     pairs = np.column_stack([keys // m, keys % m]).astype(np.int64)
     return Aggregated(list(models), pairs, wc, w2, raw, len(a))
+
+
+def board_size(votes: Votes) -> tuple[int, int, int]:
+    """``(models, unique compared pairs, votes)`` of ``votes`` without aggregating them (what
+    `core.bt.budget.estimate_seconds` needs before a fit): one sort of the pair codes."""
+    a, b, _, models = votes.encoded
+    m = max(len(models), 1)
+    lo, hi = np.minimum(a, b).astype(np.int64), np.maximum(a, b).astype(np.int64)
+    codes = np.sort((lo * m + hi)[lo != hi])
+    pairs = int(np.count_nonzero(codes[1:] != codes[:-1])) + 1 if len(codes) else 0
+    return len(models), pairs, len(votes)

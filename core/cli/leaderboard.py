@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 from core.cli import emit_table
 
 if TYPE_CHECKING:
-    from core.bt import L2Option, Leaderboard
+    from core.bt import L2Option, Leaderboard, TimeEstimate
     from core.bt.counts import Aggregated
     from core.data import Votes
 
@@ -154,6 +154,7 @@ def run(args: argparse.Namespace) -> int:
         "base": args.base,
         "init": args.init,
         "matrices": False,  # the CLI prints ratings only: no models x models battle / win-rate matrices
+        "notice": lambda est: announce(est, args.ties),  # a long fit is estimated on stderr first
     }
     if args.workspace is not None:
         from core.cli.workspace import choose, open_workspace
@@ -189,6 +190,20 @@ def run(args: argparse.Namespace) -> int:
         for line in footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args)):
             print(f"note: {line}", file=sys.stderr)
     return 0
+
+
+def announce(est: TimeEstimate, ties: str = "half") -> None:
+    """The ``estimate:`` line on stderr before a fit estimated over `core.bt.NOTICE_SECONDS`,
+    with the cheaper choices as the options that give them."""
+    from core.bt import cheaper
+
+    options = []
+    for other in cheaper(est, ties=ties):
+        flag = "--intervals sandwich" if other.intervals == "sandwich" else f"--bootstrap {other.rounds}"
+        options.append(f"{flag} {other.text()}")
+    tail = f"; cheaper: {', '.join(options)}" if options else ""
+    print(f"estimate: {est.text()} to rate {est.what()} (as measured on 2 cores){tail}", file=sys.stderr)
+    sys.stderr.flush()
 
 
 def _exclude_both_bad(args: argparse.Namespace) -> bool:

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.compute as pc
 
-from core.bt import PROVISIONAL_VOTES, Leaderboard
+from core.bt import PROVISIONAL_VOTES, Leaderboard, TimeEstimate, budget, cheaper
 from core.data import BOTH_BAD, Key, Votes
 
 #: the number of double losses of a `Votes` (`double_losses`)
@@ -199,3 +199,34 @@ def focus_note(shown: int, total: int, query: str = "", pinned: Sequence[str] = 
         parts.append(f"{len(pinned)} pinned, listed first")
     detail = f" ({'; '.join(parts)})" if parts else ""
     return f"Showing {shown:,} of {total:,} models{detail}."
+
+
+# ---- how long a fit takes (issue 26: no runaway defaults) -----------------------------------------
+#: where the estimates come from, said with them
+MEASURED_ON = "as measured on 2 cores"
+
+
+def fit_notice(est: TimeEstimate) -> str | None:
+    """What the page says while a fit estimated over `core.bt.NOTICE_SECONDS` runs (``Rating
+    3,000 models (821,959 compared pairs) with sandwich intervals: about 14 s ...``), else None."""
+    if est.seconds <= budget.NOTICE_SECONDS:
+        return None
+    return f"Rating {est.what()}: {est.text()} ({MEASURED_ON})."
+
+
+def bootstrap_time_help(boot: TimeEstimate, sandwich: TimeEstimate) -> str:
+    """The bootstrap button's help: how long the chosen rounds take, against the sandwich fit."""
+    return (
+        f"Percentile intervals from {boot.rounds:,} rounds of resampled votes: {boot.text()} for "
+        f"{boot.models:,} models ({MEASURED_ON}; the sandwich intervals shown take {sandwich.text()})."
+    )
+
+
+def bootstrap_expected(est: TimeEstimate) -> str:
+    """The tail of the bootstrap's progress text when it is estimated over
+    `core.bt.NOTICE_SECONDS`: the estimate and the cheaper choices; empty otherwise."""
+    if est.seconds <= budget.NOTICE_SECONDS:
+        return ""
+    fewer = [c for c in cheaper(est) if c.intervals == "bootstrap"]
+    tail = f"; {fewer[0].rounds:,} rounds would take {fewer[0].text()}" if fewer else ""
+    return f" — {est.text()} in all ({MEASURED_ON}): the sandwich intervals above stay usable meanwhile{tail}"

@@ -656,6 +656,17 @@ class Bounded(Generic[K, V]):
             self._items.clear()
 
 
+@st.cache_data(max_entries=16, show_spinner=False, hash_funcs=DATASETS)
+def fit_time(votes: Votes, ties: str, intervals: str, rounds: int) -> bt.TimeEstimate:
+    """`core.bt.estimate_seconds` of a leaderboard of ``votes`` (their `core.bt.counts.board_size`,
+    before any filter: an upper bound), so the page can say how long a fit takes before it runs."""
+    from core import bt
+    from core.bt.counts import board_size
+
+    models, pairs, n = board_size(votes)
+    return bt.estimate_seconds(models, pairs, n, ties=ties, intervals=intervals, rounds=rounds)
+
+
 #: bootstrap leaderboards by (votes fingerprint, request, rounds, seed)
 BOOTSTRAPS: Bounded[tuple[Any, ...], bt.Leaderboard] = Bounded(max_entries=8)
 
