@@ -31,6 +31,20 @@ between pages. Two kinds of client (issue 12: 20 users, p95 <= 3 s per page, mem
   skeleton, a title shown. The browsers need far more CPU than the server (20 contexts saturate
   2 cores), so on a small machine this mode measures the browser farm, not the server.
 
+``--soak MINUTES`` (issue 26): the same ``--sessions`` protocol clients for MINUTES of mixed
+work instead of one walk: each session connects, runs 4-12 pages picked at random, each with one
+of its URL-bound settings varied at random (`SOAK_QUERIES`: the Metrics views and interval and
+test choices, Fusion's methods and normalisations, the Leaderboard's tie model and CI level,
+Rerank's strategies; every variation a cache key of its own), pausing ``--think`` seconds on
+average (exponential, default 5: a user reading the page) between pages, then disconnects and
+starts again (sessions come and go, as users do). Before it, one session runs every page with
+every setting once, so the bounded caches hold what the soak asks for and the baseline after it
+measures what sessions leave behind (the caches' share is printed). The server's RSS is sampled
+every second; printed: the runs and the p50 / p95 / max seconds per page and over all, the
+session errors, RSS at baseline, its peak, at the soak's end and ``--settle`` seconds later
+(target: back within `SOAK_MEMORY_MB` of the baseline), and the load average before, during and
+after.
+
 Printed: per page p50 / p95 / max seconds over the sessions, the server's CPU during the walk,
 and the server's resident memory (the process group's summed RSS from /proc) at start (healthy),
 at baseline, at peak (sampled every 0.2 s during the walk) and ``--settle`` seconds after every
@@ -62,6 +76,27 @@ from bench.app import _STATE_JS, CHROMIUM_ARGS, PAGES, TITLES, VIEWPORT, free_po
 
 P95_TARGET = 3.0
 MEMORY_TARGET_MB = 150.0
+#: how far above the baseline the server's memory may stay once a soak's sessions are gone
+SOAK_MEMORY_MB = 50.0
+#: the query strings a soak session opens each page with (URL-bound settings, `pages.common.state.URL_KEYS`)
+SOAK_QUERIES: dict[str, tuple[str, ...]] = {
+    "overview": ("", "trad=input", "trad=given"),
+    "datasets": ("",),
+    "evaluate": (
+        "",
+        "view=Tie+report",
+        "view=Significance",
+        "view=Tie+groups&trad=input",
+        "view=Where+ties+bite",
+        "ci=bootstrap",
+        "test=t-test",
+        "rel=2",
+        "metrics=ndcg%4010&metrics=map",
+    ),
+    "fuse": ("", "fuse_method=combsum&fuse_norm=minmax", "fuse_k=10", "fuse_tie_order=input", "fuse_method=borda"),
+    "arena": ("", "lb_ties=davidson", "lb_ci=0.9", "lb_min_votes=50"),
+    "llm-rerank": ("", "rr_strategy=prp", "rr_strategy=tourrank"),
+}
 
 
 def group_rss_mb(pgid: int) -> float:
@@ -229,18 +264,19 @@ class MessageCache:
                 del self.messages[key]
 
 
-def rerun_message(url: str, page_script_hash: str, cache: MessageCache) -> bytes:
+def rerun_message(url: str, page_script_hash: str, cache: MessageCache, query: str = "") -> bytes:
     """A serialized ``BackMsg.rerun_script`` as the browser sends it when the user opens ``url``
-    (``page_script_hash`` empty: the default page) or clicks a page's link (its hash)."""
+    (``page_script_hash`` empty: the default page) or clicks a page's link (its hash), with the
+    URL's ``query`` string (``view=Tie+report``)."""
     from streamlit.proto.BackMsg_pb2 import BackMsg
     from streamlit.proto.ClientState_pb2 import ClientState, ContextInfo
 
     state = ClientState(
-        query_string="",
+        query_string=query,
         page_script_hash=page_script_hash,
         page_name="",
         cached_message_hashes=cache.hashes(),
-        context_info=ContextInfo(url=url, **CONTEXT_INFO),
+        context_info=ContextInfo(url=url + (f"?{query}" if query else ""), **CONTEXT_INFO),
     )
     return BackMsg(rerun_script=state).SerializeToString()
 
@@ -393,6 +429,176 @@ async def protocol_walk(
     return times, errors, peak, stats
 
 
+async def soak_session(
+    base: str,
+    deadline: float,
+    seed: int,
+    think: float,
+    times: dict[str, list[float]],
+    errors: list[str],
+    timeout: float,
+    stats: ClientStats,
+) -> None:
+    """One user for the soak (see the module docstring): connections of 4-12 random pages, each
+    with a random one of its `SOAK_QUERIES`, until ``deadline`` (``time.monotonic``)."""
+    import random
+
+    from websockets.asyncio.client import connect
+    from websockets.exceptions import WebSocketException
+
+    rng = random.Random(seed)
+    pages: dict[str, str] = {}
+    home = PAGES[0][1]
+    while time.monotonic() < deadline:
+        cache = MessageCache()
+        path = home
+        try:
+            t0 = time.perf_counter()
+            async with connect(
+                base.replace("http://", "ws://", 1) + "/_stcore/stream",
+                subprotocols=["streamlit"],
+                origin=base,
+                max_size=None,
+                open_timeout=timeout,
+                ping_interval=None,
+                proxy=None,
+            ) as ws:
+                stats.connects.append(time.perf_counter() - t0)
+                plan = [home] + [rng.choice(PAGES)[1] for _ in range(rng.randint(4, 12))]
+                for path in plan:
+                    if time.monotonic() >= deadline:
+                        break
+                    query = rng.choice(SOAK_QUERIES.get(path, ("",)))
+                    page_hash = "" if path == home else pages.get(path, "")
+                    t0 = time.perf_counter()
+                    await ws.send(rerun_message(f"{base}/{path}", page_hash, cache, query))
+                    async with asyncio.timeout(timeout):
+                        run = await read_run(ws.recv, cache)
+                    times[path].append(time.perf_counter() - t0)
+                    pages.update(run.pages)
+                    stats.messages += run.messages
+                    stats.nbytes += run.nbytes
+                    errors.extend(f"{path}?{query}: {line}" for line in run.errors)
+                    if run.title != TITLES[path]:
+                        errors.append(f"{path}?{query}: h1 {run.title!r}, expected {TITLES[path]!r}")
+                    await asyncio.sleep(rng.expovariate(1 / think) if think > 0 else 0)
+                stats.refs += cache.refs
+        except (TimeoutError, OSError, WebSocketException, ProtocolError) as exc:  # reported, the soak goes on
+            errors.append(f"session at {path}: {type(exc).__name__}: {exc}")
+
+
+async def soak_warm_up(base: str, timeout: float) -> list[str]:
+    """One session through every page with every one of its `SOAK_QUERIES`, in order: the
+    bounded caches then hold what the soak asks for, so the baseline after it measures what the
+    sessions leave behind, not the caches filling. Its errors."""
+    from websockets.asyncio.client import connect
+
+    errors: list[str] = []
+    cache = MessageCache()
+    pages: dict[str, str] = {}
+    home = PAGES[0][1]
+    async with connect(
+        base.replace("http://", "ws://", 1) + "/_stcore/stream",
+        subprotocols=["streamlit"],
+        origin=base,
+        max_size=None,
+        open_timeout=timeout,
+        ping_interval=None,
+        proxy=None,
+    ) as ws:
+        for _, path in PAGES:
+            for query in SOAK_QUERIES.get(path, ("",)):
+                await ws.send(
+                    rerun_message(f"{base}/{path}", "" if path == home else pages.get(path, ""), cache, query)
+                )
+                async with asyncio.timeout(timeout):
+                    run = await read_run(ws.recv, cache)
+                pages.update(run.pages)
+                errors.extend(f"{path}?{query}: {line}" for line in run.errors)
+    return errors
+
+
+@dataclass
+class SoakResult:
+    """A soak's page times, errors, client stats and the server's RSS samples ``(seconds, MB)``."""
+
+    times: dict[str, list[float]]
+    errors: list[str]
+    stats: ClientStats
+    rss: list[tuple[float, float]]
+    loads: list[float]
+
+
+async def soak(base: str, sessions: int, pgid: int, minutes: float, think: float, timeout: float) -> SoakResult:
+    """``sessions`` soak users for ``minutes``; the server's RSS every second."""
+    for name in ("streamlit.proto.BackMsg_pb2", "streamlit.proto.ClientState_pb2", "streamlit.proto.ForwardMsg_pb2"):
+        importlib.import_module(name)
+    times: dict[str, list[float]] = {path: [] for _, path in PAGES}
+    errors: list[str] = []
+    stats = ClientStats()
+    start = time.monotonic()
+    deadline = start + minutes * 60
+    tasks = [
+        asyncio.create_task(soak_session(base, deadline, 26_000 + k, think, times, errors, timeout, stats))
+        for k in range(sessions)
+    ]
+    rss: list[tuple[float, float]] = []
+    loads: list[float] = []
+    while not all(t.done() for t in tasks):
+        rss.append((time.monotonic() - start, await asyncio.to_thread(group_rss_mb, pgid)))
+        if len(rss) % 30 == 1:
+            loads.append(os.getloadavg()[0])
+        await asyncio.sleep(1.0)
+    await asyncio.gather(*tasks)
+    return SoakResult(times, errors, stats, rss, loads)
+
+
+def report_soak(
+    args: argparse.Namespace, result: SoakResult, baseline: float, after: float, load: tuple, walked: float
+) -> None:
+    """Print the soak's figures (see the module docstring)."""
+    runs = sum(len(v) for v in result.times.values())
+    every = [t for v in result.times.values() for t in v]
+    print(
+        f"soak: {args.sessions} protocol sessions for {args.soak:g} min of mixed work (random pages and URL settings, "
+        f"think time {args.think:g} s on average, reconnecting every 4-12 pages): {runs} page runs, "
+        f"{len(result.stats.connects)} connections"
+    )
+    print(
+        f"on {os.cpu_count()} cores; load average {load[0]:.1f} before, "
+        f"{min(result.loads, default=0):.1f}-{max(result.loads, default=0):.1f} during, {load[1]:.1f} after"
+    )
+    print(f"{'page':<12} {'n':>5} {'p50 s':>7} {'p95 s':>7} {'max s':>7}  target p95 <= {P95_TARGET:.0f} s")
+    for title, path in PAGES:
+        values = result.times[path]
+        if values:
+            p95 = quantile(values, 0.95)
+            print(
+                f"{title:<12} {len(values):>5} {quantile(values, 0.5):>7.2f} {p95:>7.2f} {max(values):>7.2f}  "
+                f"{'ok' if p95 <= P95_TARGET else 'MISS'}"
+            )
+    if every:
+        p95 = quantile(every, 0.95)
+        print(
+            f"{'all pages':<12} {len(every):>5} {quantile(every, 0.5):>7.2f} {p95:>7.2f} {max(every):>7.2f}  "
+            f"{'ok' if p95 <= P95_TARGET else 'MISS'}"
+        )
+    peak = max((mb for _, mb in result.rss), default=0.0)
+    end = result.rss[-1][1] if result.rss else 0.0
+    half = [mb for t, mb in result.rss if t >= args.soak * 30]
+    back = after - baseline
+    print(
+        f"server RSS: {walked:.0f} MB after one walk of the default pages, baseline {baseline:.0f} MB after one "
+        f"session through every page and setting (the caches' share: {baseline - walked:+.0f} MB), peak {peak:.0f} MB, "
+        f"second half {min(half, default=0):.0f}-{max(half, default=0):.0f} MB, at the end {end:.0f} MB, "
+        f"{args.settle:.0f} s after the sessions {after:.0f} MB ({back:+.0f} MB; target within "
+        f"{SOAK_MEMORY_MB:.0f} MB: {'ok' if back <= SOAK_MEMORY_MB else 'MISS'})"
+    )
+    print(f"session errors: {len(result.errors)}")
+    for line in result.errors[:20]:
+        print("  " + line)
+
+
 def quantile(values: list[float], q: float) -> float:
     """The ``q`` quantile by linear interpolation (numpy's default)."""
     ordered = sorted(values)
@@ -420,7 +626,23 @@ def main(argv: list[str] | None = None) -> int:
         help="measure from a cold server (default: one session walks every page first; the baseline follows it)",
     )
     parser.add_argument("--timeout", type=float, default=300.0, help="hang guard per page (default 300 s)")
+    parser.add_argument(
+        "--soak",
+        type=float,
+        default=None,
+        metavar="MINUTES",
+        help="protocol sessions doing mixed work for MINUTES (random pages and URL settings, reconnecting), with "
+        "the server's memory sampled every second, instead of one walk",
+    )
+    parser.add_argument(
+        "--think",
+        type=float,
+        default=5.0,
+        help="with --soak: mean seconds a user reads a page before the next (exponential; default 5)",
+    )
     args = parser.parse_args(argv)
+    if args.soak is not None and args.clients != "protocol":
+        parser.error("--soak runs protocol clients")
     browser = args.clients == "browser"
     if browser and shutil.which("chromium") is None:
         print("error: Debian's chromium is not installed (apt-get install chromium)", file=sys.stderr)
@@ -442,8 +664,21 @@ def main(argv: list[str] | None = None) -> int:
         if args.warm_up:  # one user first: imports, the warm-up thread and the shared demo results
             warm_errors = run_walk(base, 1, proc.pid)[1]
             time.sleep(2.0)
+        walked = group_rss_mb(proc.pid)
+        if args.soak is not None and args.warm_up:  # every page and setting once: the caches' share
+            warm_errors += asyncio.run(soak_warm_up(base, args.timeout))
+            time.sleep(2.0)
         baseline = group_rss_mb(proc.pid)
         load_before = os.getloadavg()
+        if args.soak is not None:
+            result = asyncio.run(soak(base, args.sessions, proc.pid, args.soak, args.think, args.timeout))
+            load_end = os.getloadavg()
+            time.sleep(args.settle)
+            after = group_rss_mb(proc.pid)
+            report_soak(args, result, baseline, after, (load_before[0], load_end[0]), walked)
+            if warm_errors:
+                print(f"warm-up walk errors: {len(warm_errors)}")
+            return 0
         t0, cpu0, client0 = time.perf_counter(), group_cpu_s(proc.pid), time.process_time()
         times, errors, peak, stats = run_walk(base, args.sessions, proc.pid)
         wall, server_cpu = time.perf_counter() - t0, group_cpu_s(proc.pid) - cpu0

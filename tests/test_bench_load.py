@@ -127,3 +127,14 @@ def test_references_resolve_from_the_cache_and_age_like_the_browser():
     assert cache.hashes() == []
     with pytest.raises(ProtocolError, match="c1"):
         cache.resolve(_ref("c1"))
+
+
+def test_a_soak_rerun_carries_its_query_string():
+    from bench.load import PAGES, SOAK_QUERIES, TITLES
+
+    back = BackMsg.FromString(rerun_message("http://127.0.0.1:1/evaluate", "h2", MessageCache(), "view=Tie+report"))
+    state = back.rerun_script
+    assert state.query_string == "view=Tie+report"
+    assert state.context_info.url == "http://127.0.0.1:1/evaluate?view=Tie+report"
+    assert set(SOAK_QUERIES) == {path for _, path in PAGES} == set(TITLES)
+    assert all(q == "" or "=" in q for queries in SOAK_QUERIES.values() for q in queries)
