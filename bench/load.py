@@ -41,9 +41,10 @@ starts again (sessions come and go, as users do). Before it, one session runs ev
 every setting once, so the bounded caches hold what the soak asks for and the baseline after it
 measures what sessions leave behind (the caches' share is printed). The server's RSS is sampled
 every second; printed: the runs and the p50 / p95 / max seconds per page and over all, the
-session errors, RSS at baseline, its peak, at the soak's end and ``--settle`` seconds later
-(target: back within `SOAK_MEMORY_MB` of the baseline), and the load average before, during and
-after.
+session errors, RSS at baseline, its peak, at the soak's end and every 10 s after it until
+``--settle`` and at least `SESSION_TTL` + 30 s have passed (Streamlit keeps a closed session's
+state `SESSION_TTL` seconds; target: back within `SOAK_MEMORY_MB` of the baseline), and the load
+average before, during and after.
 
 Printed: per page p50 / p95 / max seconds over the sessions, the server's CPU during the walk,
 and the server's resident memory (the process group's summed RSS from /proc) at start (healthy),
@@ -78,6 +79,9 @@ P95_TARGET = 3.0
 MEMORY_TARGET_MB = 150.0
 #: how far above the baseline the server's memory may stay once a soak's sessions are gone
 SOAK_MEMORY_MB = 50.0
+#: seconds Streamlit keeps a closed session's state (``server.disconnectedSessionTTL``'s default):
+#: a soak's memory is read back once they have passed
+SESSION_TTL = 120.0
 #: the query strings a soak session opens each page with (URL-bound settings, `pages.common.state.URL_KEYS`)
 SOAK_QUERIES: dict[str, tuple[str, ...]] = {
     "overview": ("", "trad=input", "trad=given"),
@@ -527,6 +531,8 @@ class SoakResult:
     stats: ClientStats
     rss: list[tuple[float, float]]
     loads: list[float]
+    #: (seconds after the last session closed, MB) every 10 s
+    settling: list[tuple[int, float]] = field(default_factory=list)
 
 
 async def soak(base: str, sessions: int, pgid: int, minutes: float, think: float, timeout: float) -> SoakResult:
@@ -591,8 +597,12 @@ def report_soak(
         f"server RSS: {walked:.0f} MB after one walk of the default pages, baseline {baseline:.0f} MB after one "
         f"session through every page and setting (the caches' share: {baseline - walked:+.0f} MB), peak {peak:.0f} MB, "
         f"second half {min(half, default=0):.0f}-{max(half, default=0):.0f} MB, at the end {end:.0f} MB, "
-        f"{args.settle:.0f} s after the sessions {after:.0f} MB ({back:+.0f} MB; target within "
-        f"{SOAK_MEMORY_MB:.0f} MB: {'ok' if back <= SOAK_MEMORY_MB else 'MISS'})"
+        f"{result.settling[-1][0] if result.settling else 0} s after the sessions {after:.0f} MB ({back:+.0f} MB; "
+        f"target within {SOAK_MEMORY_MB:.0f} MB: {'ok' if back <= SOAK_MEMORY_MB else 'MISS'})"
+    )
+    shown = [f"{t} s {mb:.0f} MB" for t, mb in result.settling if t % 30 == 0]
+    print(
+        f"after the sessions (closed ones are kept {SESSION_TTL:.0f} s, server.disconnectedSessionTTL): {', '.join(shown)}"
     )
     print(f"session errors: {len(result.errors)}")
     for line in result.errors[:20]:
@@ -673,8 +683,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.soak is not None:
             result = asyncio.run(soak(base, args.sessions, proc.pid, args.soak, args.think, args.timeout))
             load_end = os.getloadavg()
-            time.sleep(args.settle)
-            after = group_rss_mb(proc.pid)
+            settle = max(args.settle, SESSION_TTL + 30)  # Streamlit keeps a closed session this long
+            for waited in range(0, int(settle) + 1, 10):
+                if waited:
+                    time.sleep(10)
+                result.settling.append((waited, group_rss_mb(proc.pid)))
+            after = result.settling[-1][1]
             report_soak(args, result, baseline, after, (load_before[0], load_end[0]), walked)
             if warm_errors:
                 print(f"warm-up walk errors: {len(warm_errors)}")
