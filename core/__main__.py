@@ -1,7 +1,10 @@
-"""Command line: ``python -m core {evaluate,check,answers,fuse,leaderboard,rerank,demo,workspace} ...``.
+"""Command line: ``python -m core {evaluate,check,answers,fuse,leaderboard,rerank,demo,workspace,serve} ...``,
+installed as ``ranklens ...`` (the console script is `cli`, what ``python -m core`` runs).
 
 Each subcommand lives in ``core/cli/<name>.py`` with ``add_arguments(parser)`` and
-``run(args) -> int``; modules are imported only when their subcommand runs.
+``run(args) -> int``; modules are imported only when their subcommand runs. A subcommand whose
+parser sets ``_pass_through`` receives the options it does not know in ``args.extra``
+(``serve``: Streamlit's).
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ import importlib
 import os
 import sys
 import traceback
+from pathlib import Path
 from typing import NoReturn
 
+from core import __version__
 from core.cli import SUBCOMMANDS, fail
 from core.errors import RankLensError
 from core.runtime import tune_process
@@ -20,7 +25,8 @@ from core.runtime import tune_process
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser; only ``command``'s module is imported (fast start, isolated failures)."""
-    parser = argparse.ArgumentParser(prog="python -m core", description="RankLens command line.")
+    parser = argparse.ArgumentParser(prog=_prog(), description="RankLens command line.")
+    parser.add_argument("--version", action="version", version=f"ranklens {__version__}")
     parser.add_argument("--debug", action="store_true", help="show the full traceback of an error")
     parser.add_argument(
         "--max-expanded-mb",
@@ -35,6 +41,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         if name == command:
             importlib.import_module(module_name).add_arguments(sub_parser)
     return parser
+
+
+def _prog() -> str:
+    """The name in usage lines: ``ranklens`` when run as the installed script, else ``python -m core``."""
+    return "ranklens" if Path(sys.argv[0]).stem == "ranklens" else "python -m core"
 
 
 #: global options that take a value (skipped when looking for the subcommand's name)
@@ -60,7 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     command = _command(argv)
     parser = build_parser(command if command in SUBCOMMANDS else None)
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and not getattr(args, "_pass_through", False):
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")  # what parse_args says
+    args.extra = extra
     if args.max_expanded_mb is not None:
         if not args.max_expanded_mb > 0:
             parser.error("--max-expanded-mb must be a positive number")
@@ -110,5 +124,11 @@ def _exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
-if __name__ == "__main__":
+def cli() -> NoReturn:
+    """The program: `main` on ``sys.argv``, then `_exit_now` (``python -m core`` and the
+    installed ``ranklens`` script both run this)."""
     _exit_now(main())
+
+
+if __name__ == "__main__":
+    cli()

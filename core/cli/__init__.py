@@ -26,6 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "rerank": ("core.cli.rerank", "Rerank candidates with an LLM or the lexical provider."),
     "demo": ("core.cli.demo", "Write the built-in demo datasets to a folder."),
     "workspace": ("core.cli.workspace", "Save, show or verify a workspace file (datasets + settings)."),
+    "serve": ("core.cli.serve", "Start the dashboard (streamlit run options pass through)."),
 }
 
 

@@ -20,6 +20,13 @@ first run's one-off interpreter work, so the first page comes soon after the ser
 neither calls a Streamlit API, and a failure in them only leaves the work to the first run.
 They run before, not beside, the server: under one GIL a thread beside it made no part faster
 and slowed the first session's run, which then shared the interpreter with it.
+
+The app's Streamlit configuration is ``.streamlit/config.toml`` beside app.py, which Streamlit
+reads itself in a checkout (a script-level config, from any working folder). An installed
+package has no ``.streamlit/`` beside app.py in site-packages: the wheel ships the file as
+``pages/_streamlit/config.toml`` and `streamlit_argv` passes its settings as ``--section.key
+value`` flags, ahead of the caller's own (a setting the caller gives is not repeated), so
+``ranklens serve`` (`core.cli.serve`) serves the same app as `make run`.
 """
 
 from __future__ import annotations
@@ -29,11 +36,17 @@ import importlib
 import inspect
 import os
 import sys
+import tomllib
 from pathlib import Path
+from typing import Any
 
 from core.runtime import freeze_heap
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
+#: the checkout's Streamlit configuration (read by Streamlit itself: beside the main script)
+SCRIPT_CONFIG = APP.parent / ".streamlit" / "config.toml"
+#: the same file in an installed package (pyproject.toml: package ``pages._streamlit``)
+PACKAGED_CONFIG = Path(__file__).resolve().parents[1] / "_streamlit" / "config.toml"
 #: the core modules app.py, pages.common and the Home page import (with pandas and pyarrow;
 #: pages.common.state needs core.rerank's types; no Plotly: Home's tie story is SVG); not
 #: pages.common: its cached functions must first be declared once Streamlit's runtime exists
@@ -131,6 +144,37 @@ def workspace_options(args: list[str]) -> tuple[dict[str, str], list[str]]:
     return env, rest
 
 
+def config_flags(config: dict[str, Any], given: list[str]) -> list[str]:
+    """``config`` (a parsed config.toml) as ``streamlit run`` flags, ``--section.key value``
+    (tables nested as ``theme.light.primaryColor``; booleans ``true``/``false``; a list one flag
+    per item), leaving out every option named in ``given`` (``--opt value`` or ``--opt=value``)."""
+    named = {arg[2:].partition("=")[0] for arg in given if arg.startswith("--")}
+    flags: list[str] = []
+
+    def add(prefix: str, table: dict[str, Any]) -> None:
+        for key, value in table.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, dict):
+                add(f"{name}.", value)
+            elif name not in named:
+                for item in value if isinstance(value, list) else [value]:
+                    text = ("true" if item else "false") if isinstance(item, bool) else str(item)
+                    flags.extend((f"--{name}", text))
+
+    add("", config)
+    return flags
+
+
+def streamlit_argv(args: list[str]) -> list[str]:
+    """The ``streamlit run`` command line for Streamlit's options ``args``: app.py, then the
+    packaged configuration's flags when Streamlit will not find it beside app.py (an installed
+    package), then ``args``."""
+    flags: list[str] = []
+    if not SCRIPT_CONFIG.is_file() and PACKAGED_CONFIG.is_file():
+        flags = config_flags(tomllib.loads(PACKAGED_CONFIG.read_text(encoding="utf-8")), args)
+    return ["streamlit", "run", str(APP), *flags, *args]
+
+
 def main(argv: list[str] | None = None) -> None:
     from streamlit.runtime.pages_manager import PagesManager
     from streamlit.web.cli import main as streamlit_main
@@ -150,7 +194,7 @@ def main(argv: list[str] | None = None) -> None:
     os.environ.update(env)
     _prepare_quietly()
     PagesManager.uses_pages_directory = False  # app.py calls st.navigation on every run
-    sys.argv = ["streamlit", "run", str(APP), *args]
+    sys.argv = streamlit_argv(args)
     streamlit_main()
 
 
