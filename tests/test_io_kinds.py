@@ -398,7 +398,7 @@ def test_demo_files_round_trip(tmp_path: Path) -> None:
     JSONL) is sniffed as the kind in its name and read by that kind's reader."""
     from core.cli import demo
 
-    assert demo.run(argparse.Namespace(outdir=str(tmp_path), family=None)) == 0
+    assert demo.run(argparse.Namespace(outdir=str(tmp_path), family=None, force=False)) == 0
     files = sorted(tmp_path.iterdir())
     assert {f.name.split("-")[1] for f in files} == {"run", "qrels", "votes", "corpus"}
     for path in files:
