@@ -347,21 +347,23 @@ def _screenshot(page, name: str, max_height: int = 6000) -> Path:
 DATA_UPLOADER_LABEL = "Upload runs, qrels, votes, answers, chunk maps, rerank candidates or a workspace"
 
 
-#: installs a watcher setting ``window.__rankLensRan`` once the app's script starts a run
+#: installs a watcher setting ``window.__rankLensRan`` once the app's script starts a run. The
+#: whole document is observed, not one ``stApp`` element: a busy machine's navigation may mount a
+#: new one after the watcher is installed (a watcher on the old element then never fires)
 _WATCH_RUN_JS = """() => {
     window.__rankLensRan = false;
     window.__rankLensWatch?.disconnect();
-    const app = document.querySelector('[data-testid=stApp]');
+    const state = () => document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state');
     // records are delivered in batches: a short run may be over (notRunning again) by then
     window.__rankLensWatch = new MutationObserver(records => {
-        const states = [app.getAttribute('data-test-script-state'), ...records.map(r => r.oldValue)];
+        const states = [state(), ...records.map(r => r.oldValue)];
         if (states.includes('running')) {
             window.__rankLensRan = true;
             window.__rankLensWatch.disconnect();
         }
     });
-    window.__rankLensWatch.observe(app, {
-        attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state'],
+    window.__rankLensWatch.observe(document.body, {
+        subtree: true, attributes: true, attributeOldValue: true, attributeFilter: ['data-test-script-state'],
     });
 }"""
 
@@ -396,7 +398,11 @@ def _upload_files(page, *paths: str | Path, timeout_ms: int = APP_TIMEOUT_MS) ->
     # cannot end before it (a settle delay alone may, on a busy machine).
     page.evaluate(_WATCH_RUN_JS)
     uploader.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(p) for p in paths])
-    page.wait_for_function("() => window.__rankLensRan === true", timeout=timeout_ms)
+    page.wait_for_function(  # the watcher saw a run, or one is under way now (polled)
+        "() => window.__rankLensRan === true"
+        " || document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'running'",
+        timeout=timeout_ms,
+    )
     _wait_for_app(page, timeout_ms)
 
 
