@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PORT   ?= 8501
 
-.PHONY: run test lint format bench bench-scale clean
+.PHONY: run test lint format fuzz bench bench-scale clean
 
 # pip installs without byte-compiling (it compiles one file after another: ~50 s of one core for the test
 # environment); SITE_BYTECODE then compiles site-packages on every core, leaving out the packages' own test
@@ -60,6 +60,13 @@ test-browser: $(VENV)/.dev $(VENV)/.ray
 	@echo '$(E2E)  (output when it ends)'
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; status=0; $(E2E) >"$$log" 2>&1 || status=$$?; \
 	printf '\n--- %s\n' 'browser tests (tests/e2e):'; cat "$$log"; exit $$status
+
+# Every reader under the fuzzer for longer than `make test` does (tests/test_fuzz_readers.py's "fuzz"
+# profile: FUZZ_SCALE times the CI examples, fresh seeds, failures kept in .hypothesis/). A finding
+# becomes a small file in tests/data/fuzz/ (its name says the reader), replayed by every `make test`.
+FUZZ_SCALE ?= 40
+fuzz: $(VENV)/.dev
+	RANKLENS_FUZZ=fuzz RANKLENS_FUZZ_SCALE=$(FUZZ_SCALE) $(PY) -m pytest -n 2 -q tests/test_fuzz_readers.py
 
 # Lint and format check (ruff), types (mypy on core/), import contracts (import-linter): see pyproject.toml.
 lint: $(VENV)/.dev

@@ -30,6 +30,15 @@ Intervals (issue 22): the same whole process with ``--ci bootstrap --rounds 1000
 ``--ci t``) against it without, alternating, median of ``--repeat`` rounds each, on both runs:
 the seconds the interval adds (target: at most 1 s for the bootstrap).
 
+The parse floor (issue 22): RankLens' default command (``python -m core evaluate --run R
+--qrels Q``: the eight default metrics, ``trec`` ties, the table) against a process that imports
+pyarrow alone and parses the same run with ``pyarrow.csv.read_csv`` and the settings of
+RankLens' TREC fast path (space delimiter, no quoting, the same column types and 1 MiB
+blocks; ``FLOOR_SCRIPT``, the options captured from ``core.io.runs``), ending with ``os._exit`` as
+``python -m core`` does; with the pytrec_eval script (8 measures, a table of means) beside
+them; alternating, median of ``--floor-repeat`` rounds, on both runs (target: RankLens at most
+1.5x the floor). Before timing, core's bytecode is written (``compileall``, as ``make`` does).
+
 Prints a table per pair (seconds, ratio vs RankLens, peak RSS per phase), checks the issue's
 targets and checks that RankLens' ``trec`` values equal pytrec_eval's means to 1e-9.
 
@@ -38,6 +47,7 @@ targets and checks that RankLens' ``trec`` values equal pytrec_eval's means to 1
     python bench/evaluate.py --keep /tmp/msmarco  # keep (and later reuse) the files
     python bench/evaluate.py --profile            # + cProfile of RankLens' cold path
     python bench/evaluate.py --keep /tmp/msmarco --ci-only   # only the seconds --ci adds
+    python bench/evaluate.py --keep /tmp/msmarco --floor-only --skip-peers   # only evaluate vs the floor
 """
 
 from __future__ import annotations
@@ -45,6 +55,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import pickle
 import statistics
 import sys
 import tempfile
@@ -115,12 +126,32 @@ TARGETS = {
     "process": 4.0,
     "help": 0.3,
     "ci": 1.0,
+    "floor": 1.5,
 }
 #: ``--ci`` cases of `bench_ci`: label -> the options added to the whole process
 CI_CASES = {
     "--ci bootstrap --rounds 10000": ["--ci", "bootstrap", "--rounds", "10000"],
     "--ci t": ["--ci", "t"],
 }
+
+#: The parse floor (issue 22): a process that imports pyarrow alone and parses the run with
+#: ``pyarrow.csv.read_csv`` and the very options RankLens' TREC fast path passes it (captured
+#: from `core.io.runs.read_runs` by `fast_path_options`, handed over pickled), then ends as
+#: ``python -m core`` does (`os._exit` once its output is flushed). Run as
+#: ``python -c FLOOR_SCRIPT RUN OPTIONS_HEX``.
+FLOOR_SCRIPT = """
+import os, pickle, sys
+import pyarrow as pa
+import pyarrow.csv as pacsv
+read, parse, convert = pickle.loads(bytes.fromhex(sys.argv[2]))
+table = pacsv.read_csv(pa.OSFile(sys.argv[1]), read_options=read, parse_options=parse, convert_options=convert)
+sys.stdout.write(f"{table.num_rows} rows, {table.num_columns} columns\\n")
+sys.stdout.flush()
+os._exit(0)
+"""
+#: RankLens' default command on the floor's file: default metrics (`DEFAULT_METRICS`), ``trec``
+#: ties, the table; and its pytrec_eval peer (the 8 comparable measures, a table of means)
+DEFAULT_COMMAND = "python -m core evaluate --run R --qrels Q"
 
 #: Whole-process comparison: RankLens metric -> pytrec_eval measure (4 metrics, as in issue 9).
 PROCESS_METRICS = {"mrr": "recip_rank", "ndcg@10": "ndcg_cut_10", "recall@100": "recall_100", "map": "map"}
@@ -132,6 +163,7 @@ PYTREC_SCRIPT = """
 import json, sys
 import pytrec_eval
 run_path, qrels_path, tag, names = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+as_table = sys.argv[5:] == ["table"]  # the means only, one line per measure (as a table of means)
 run = {}
 with open(run_path) as handle:
     for line in handle:
@@ -146,8 +178,11 @@ values = pytrec_eval.RelevanceEvaluator(qrels, set(names.values())).evaluate(run
 zero = dict.fromkeys(names, 0.0)
 per_query = {q: {ours: values[q][theirs] for ours, theirs in names.items()} if q in values else zero for q in qrels}
 aggregate = {m: sum(v[m] for v in per_query.values()) / len(per_query) for m in names}
-json.dump({"aggregate": {tag: aggregate}, "per_query": {tag: per_query}}, sys.stdout, indent=2)
-sys.stdout.write("\\n")
+if as_table:
+    sys.stdout.write("".join(f"{tag} {m} {v:.4f}\\n" for m, v in aggregate.items()))
+else:
+    json.dump({"aggregate": {tag: aggregate}, "per_query": {tag: per_query}}, sys.stdout, indent=2)
+    sys.stdout.write("\\n")
 """
 
 
@@ -457,6 +492,113 @@ def ci_table(results: list[dict[str, Any]], repeat: int) -> str:
     return title + "\n" + format_table(["process", "wall s", "cpu s", "added s", "target", "peak RSS"], rows)
 
 
+def fast_path_options() -> tuple[Any, Any, Any]:
+    """The ``(read, parse, convert)`` options `core.io.runs.read_runs` passes to
+    ``pyarrow.csv.read_csv`` when it reads a TREC run file from disk (its fast path), captured
+    while it reads a small one: the floor parses with exactly these."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+
+    from core.io import read_runs
+
+    captured: list[tuple[Any, Any, Any]] = []
+    real = pacsv.read_csv
+
+    def spy(source: Any, read_options: Any = None, parse_options: Any = None, convert_options: Any = None) -> Any:
+        if isinstance(source, pa.OSFile):  # the fast path reads the file itself; the slow one, its bytes
+            captured.append((read_options, parse_options, convert_options))
+        return real(source, read_options=read_options, parse_options=parse_options, convert_options=convert_options)
+
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        path = Path(tmp) / "run.trec"
+        path.write_text("q1 Q0 7 1 2.5 tag\nq1 Q0 8 2 1.5 tag\n")
+        pacsv.read_csv = spy
+        try:
+            read_runs(path)
+        finally:
+            pacsv.read_csv = real
+    if len(captured) != 1:
+        raise RuntimeError(f"expected one fast-path parse of a TREC file, saw {len(captured)}")
+    return captured[0]
+
+
+def describe_options(options: tuple[Any, Any, Any]) -> str:
+    """The floor's parse settings in a line: delimiter, block size, columns and their types."""
+    read, parse, convert = options
+    types = ", ".join(f"{c} {convert.column_types.get(c, '?')}" for c in convert.include_columns)
+    return (
+        f"delimiter {parse.delimiter!r}, no quoting, {read.block_size >> 10} KiB blocks, columns {types} "
+        f"(of {', '.join(read.column_names)})"
+    )
+
+
+def bench_floor(args: argparse.Namespace, directory: Path, run_kind: str, qrels_kind: str = "binary") -> dict[str, Any]:
+    """Whole processes, alternating, ``args.floor_repeat`` rounds: the parse floor
+    (`FLOOR_SCRIPT`), RankLens' default command (`DEFAULT_COMMAND`: default metrics, ``trec``
+    ties, the table) and its pytrec_eval peer (the 8 comparable measures, a table of means);
+    medians (peak: the largest)."""
+    run, qrels = str(directory / RUN_FILES[run_kind][0]), str(directory / QRELS_FILES[qrels_kind])
+    options = pickle.dumps(fast_path_options()).hex()
+    commands = {
+        "floor": [sys.executable, "-c", FLOOR_SCRIPT, run, options],
+        "ours": [sys.executable, "-m", "core", "evaluate", "--run", run, "--qrels", qrels],
+    }
+    if not args.skip_peers:
+        commands["pytrec"] = [sys.executable, "-c", PYTREC_SCRIPT, run, qrels, RUN_TAG, json.dumps(PYTREC_MEASURES)]
+        commands["pytrec"].append("table")
+    timings: dict[str, list[dict[str, float]]] = {name: [] for name in commands}
+    with tempfile.TemporaryDirectory(prefix="bench-floor-") as tmp:
+        out = Path(tmp) / "out.txt"
+        for _ in range(args.floor_repeat):
+            for name, cmd in commands.items():
+                timings[name].append(run_process(cmd, out, cwd=ROOT))
+                text = out.read_text()
+                if name == "ours" and not text.splitlines()[1].startswith(RUN_TAG):
+                    raise RuntimeError(f"unexpected output of {DEFAULT_COMMAND}:\n{text}")
+                if name == "floor" and not text.startswith(f"{len_lines(run)} rows"):
+                    raise RuntimeError(f"the floor did not parse every line of {run}: {text}")
+    medians = {name: _median_phase(items) for name, items in timings.items()}
+    return {"run": run_kind, "qrels": qrels_kind, "medians": medians, "rounds": timings}
+
+
+def len_lines(path: str) -> int:
+    """Lines of a file (counted once per path)."""
+    if path not in _LINES:
+        with open(path, "rb") as handle:
+            _LINES[path] = sum(chunk.count(b"\n") for chunk in iter(lambda: handle.read(1 << 24), b""))
+    return _LINES[path]
+
+
+_LINES: dict[str, int] = {}
+
+
+def floor_table(results: list[dict[str, Any]], repeat: int) -> str:
+    rows = []
+    for res in results:
+        med = res["medians"]
+        floor, ours = med["floor"], med["ours"]
+        ratio = ours["seconds"] / floor["seconds"]
+        spread = sorted(
+            r["seconds"] / f["seconds"] for r, f in zip(res["rounds"]["ours"], res["rounds"]["floor"], strict=True)
+        )
+        rows.append([f"{res['run']} run x {res['qrels']} qrels", "", "", "", "", ""])
+        rows.append(["  floor: pyarrow alone parses the run (the fast path's settings)", fmt_seconds(floor["seconds"]),
+                     fmt_seconds(floor["cpu"]), fmt_mb(floor["peak_mb"]), "1.00x", ""])  # fmt: skip
+        rows.append([f"  RankLens: {DEFAULT_COMMAND} (8 metrics, trec ties, table)", fmt_seconds(ours["seconds"]),
+                     fmt_seconds(ours["cpu"]), fmt_mb(ours["peak_mb"]), f"{ratio:.2f}x",
+                     f"{'PASS' if ratio <= TARGETS['floor'] else 'FAIL'} (rounds {spread[0]:.2f}-{spread[-1]:.2f}x)"])  # fmt: skip
+        if "pytrec" in med:
+            peer = med["pytrec"]
+            rows.append(["  pytrec_eval script: Python reader, 8 measures, table of means",
+                         fmt_seconds(peer["seconds"]), fmt_seconds(peer["cpu"]), fmt_mb(peer["peak_mb"]),
+                         f"{peer['seconds'] / floor['seconds']:.2f}x", ""])  # fmt: skip
+    title = (
+        f"evaluate against the parse floor (issue 22): whole processes, start to exit, median of {repeat} alternating "
+        f"rounds; vs floor = wall / the floor's wall (target: RankLens <= {TARGETS['floor']:.1f}x):"
+    )
+    return title + "\n" + format_table(["process", "wall s", "cpu s", "peak RSS", "vs floor", "target"], rows)
+
+
 def bench_help(rounds: int = 5) -> float:
     """Best wall time of ``python -m core --help`` over ``rounds`` processes."""
     with tempfile.TemporaryDirectory(prefix="bench-help-") as tmp:
@@ -607,6 +749,15 @@ def print_profile(path: str, top: int) -> None:
 # ---------------------------------------------------------------------------------------
 # Main
 # ---------------------------------------------------------------------------------------
+def compile_bytecode() -> None:
+    """Write core's bytecode first (as `make` does; Python reads .pyc files even where
+    ``PYTHONDONTWRITEBYTECODE`` stops it writing them): the processes timed then import as an
+    installed package does, not compiling RankLens' sources on every start."""
+    import compileall
+
+    compileall.compile_dir(str(ROOT / "core"), quiet=1, workers=0)
+
+
 def _versions() -> str:
     out = [f"python {sys.version.split()[0]}"]
     for pkg in ("numpy", "pyarrow", "pandas", "pytrec-eval-terrier", "ranx", "numba"):
@@ -621,6 +772,7 @@ def main_bench(args: argparse.Namespace) -> int:
     print(f"RankLens evaluation benchmark: {args.queries:,} queries x {args.docs:,} documents, seed {args.seed}")
     print(_versions())
     print(f"start: {time.strftime('%Y-%m-%d %H:%M:%S')}, {load_average()}")
+    compile_bytecode()
     tmp = None
     if args.keep:
         directory = Path(args.keep)
@@ -647,10 +799,17 @@ def main_bench(args: argparse.Namespace) -> int:
         if args.ci_only:
             print("\n" + ci_table([bench_ci(args, directory, kind) for kind in RUN_FILES], args.repeat))
             return 0
+        print(
+            f"floor: pyarrow.csv.read_csv with RankLens' TREC fast path's options: {describe_options(fast_path_options())}"
+        )
+        if args.floor_only:
+            print("\n" + floor_table([bench_floor(args, directory, kind) for kind in RUN_FILES], args.floor_repeat))
+            return 0
         results = [
             bench_pair(args, directory, run_kind, qrels_kind) for run_kind in RUN_FILES for qrels_kind in QRELS_FILES
         ]
         print_summary(args, results)
+        print("\n" + floor_table([bench_floor(args, directory, kind) for kind in RUN_FILES], args.floor_repeat))
         print("\n" + ci_table([bench_ci(args, directory, kind) for kind in RUN_FILES], args.repeat))
     finally:
         if tmp is not None:
@@ -850,6 +1009,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=SEED)
     parser.add_argument("--skip-peers", action="store_true", help="time RankLens only")
     parser.add_argument("--ci-only", action="store_true", help="only the seconds --ci adds to the whole process")
+    parser.add_argument(
+        "--floor-only", action="store_true", help="only the default evaluate command against the parse floor"
+    )
+    parser.add_argument(
+        "--floor-repeat", type=int, default=7, help="alternating rounds of the floor comparison (default 7)"
+    )
     parser.add_argument("--keep", metavar="DIR", help="write the files to DIR and keep them (reused if they match)")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions of the re-evaluation timings")
     parser.add_argument("--profile", action="store_true", help="instead of the table, cProfile RankLens' cold path")

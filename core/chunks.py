@@ -70,9 +70,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from core.data import Qrels, Run, as_arrow, as_numpy, contiguous
+from core.data import Qrels, Run, as_arrow, as_numpy, contiguous, pc
 from core.errors import MetricError
 from core.indexes import index_in, qrels_index
 from core.metrics import (

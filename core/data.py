@@ -16,15 +16,25 @@ query raise `DataError`. Readers in `core.io` attach file and line numbers to th
 
 from __future__ import annotations
 
-import hashlib
+import importlib
+import itertools
+import os
+import re
+import threading
 import weakref
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
+from pyarrow._compute import (  # what pyarrow.compute's functions call, without its wrappers
+    CastOptions,
+    MatchSubstringOptions,
+    ScalarAggregateOptions,
+    SetLookupOptions,
+    call_function,
+)
 
 from core.errors import DataError
 
@@ -32,6 +42,62 @@ if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: evaluating f
     import pandas as pd
 
 T = TypeVar("T")
+
+
+# ---- Arrow compute functions without `pyarrow.compute` ------------------------------------
+# Importing `pyarrow.compute` writes a documented Python wrapper for each of Arrow's ~300
+# compute functions (50-60 ms of a command's start: more than RankLens' own modules). What a
+# command runs on a run file (parse, checks, query coding, keys, the qrels join, the metrics)
+# calls the functions through `call_function`, as those wrappers do (`arrow` and the helpers
+# below; pyarrow's own ``Array.take`` / ``.filter`` / ``.cast`` / ``.dictionary_encode`` import
+# `pyarrow.compute` too); everything else names the module as ``pc``, imported on first use.
+class _OnFirstUse:
+    """A module imported when one of its names is first read."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(importlib.import_module(self._name), attr)
+
+
+#: `pyarrow.compute`, imported on first use (see above)
+pc: Any = _OnFirstUse("pyarrow.compute")
+
+
+def arrow(name: str, *args: Any, options: Any = None) -> Any:
+    """Arrow's compute function ``name`` on ``args``: ``pc.<name>(*args, options=options)``."""
+    return call_function(name, list(args), options)
+
+
+def cast(values: Any, to: pa.DataType) -> Any:
+    """``pc.cast(values, to)`` (a safe cast)."""
+    return call_function("cast", [values], CastOptions.safe(to))
+
+
+def take(values: Any, indices: Any) -> Any:
+    """``pc.take(values, indices)``."""
+    return call_function("take", [values, indices])
+
+
+def starts_with(values: Any, prefix: str) -> Any:
+    """``pc.starts_with(values, prefix)``."""
+    return call_function("starts_with", [values], MatchSubstringOptions(prefix))
+
+
+def matches(values: Any, pattern: str) -> Any:
+    """``pc.match_substring_regex(values, pattern)``."""
+    return call_function("match_substring_regex", [values], MatchSubstringOptions(pattern))
+
+
+def aggregate(name: str, values: Any) -> Any:
+    """``pc.<name>(values)`` for ``sum``, ``min``, ``all``...: a scalar (nulls skipped)."""
+    return call_function(name, [values], ScalarAggregateOptions())
+
+
+def index_of(values: Any, value_set: Any) -> Any:
+    """``pc.index_in(values, value_set=value_set)``."""
+    return call_function("index_in", [values], SetLookupOptions(value_set))
 
 
 class Key(Generic[T]):
@@ -112,10 +178,108 @@ DOC_KEYS: Key[tuple[np.ndarray, bool]] = Key("doc_keys")
 KEY_INDEX: Key[KeyIndex] = Key("key_index")
 PRESORTED: Key[bool] = Key("presorted")
 QUERY_BOUNDS: Key[np.ndarray] = Key("query_bounds")
+#: set (True) by the query coding when the file's rows are grouped by query, codes ascending
+GROUPED: Key[bool] = Key("grouped")
 #: `Run.meta` key: how many duplicate rows `Run.drop_duplicates` removed (absent: none)
 DUPLICATES_DROPPED = "duplicates_dropped"
 FRAME: Key[pd.DataFrame] = Key("frame")
 VOTES_ENCODED: Key[tuple[np.ndarray, np.ndarray, np.ndarray, list[str]]] = Key("votes_encoded")
+
+
+#: rows from which the per-chunk work on a column (`parallel_map`) runs on several threads
+PARALLEL_ROWS = 1 << 20
+R = TypeVar("R")
+
+
+def parallel_map(fn: Callable[[T], R], items: Sequence[T], rows: int | None = None) -> list[R]:
+    """``[fn(x) for x in items]``, on one thread per core (this one included) when the work
+    covers ``rows`` >= `PARALLEL_ROWS` rows (None: as many): for numpy and Arrow work on column
+    chunks, which releases the GIL (a 7M-row run's checks and conversions use both cores of a
+    2-core machine, as the parse before them does). Items are taken in order by whichever
+    thread is free; the first exception raised is raised here, once every thread has stopped."""
+    parallel = rows is None or rows >= PARALLEL_ROWS
+    workers = min(os.cpu_count() or 1, 8, len(items)) if parallel else 1
+    if workers <= 1:
+        return [fn(x) for x in items]
+    results: list[Any] = [None] * len(items)
+    errors: list[BaseException] = []
+    taken = itertools.count()  # next() of a count is atomic under the GIL
+
+    def work() -> None:
+        while not errors:
+            i = next(taken)
+            if i >= len(items):
+                return
+            try:
+                results[i] = fn(items[i])
+            except BaseException as exc:  # noqa: BLE001 - re-raised by the calling thread
+                errors.append(exc)
+
+    threads = [threading.Thread(target=work, daemon=True) for _ in range(workers - 1)]
+    for thread in threads:
+        thread.start()
+    work()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return results
+
+
+def pool_empty(n: int, dtype: Any) -> np.ndarray:
+    """``np.empty(n, dtype)`` in Arrow's memory pool: a large array (a 7M-row run's keys and
+    index) reuses the memory the parse has just freed, where numpy's allocator would have the
+    kernel fault in and zero fresh pages (0.1-0.3 s of system time for a 7M-row run's arrays)."""
+    dtype = np.dtype(dtype)
+    return np.frombuffer(pa.allocate_buffer(n * dtype.itemsize), dtype=dtype)
+
+
+def column_chunks(col: pa.ChunkedArray | pa.Array) -> tuple[list[pa.Array], np.ndarray]:
+    """A column's non-empty chunks and the row where each starts (length chunks + 1, the
+    last entry the column's length)."""
+    chunks = [c for c in col.chunks if len(c)] if isinstance(col, pa.ChunkedArray) else [col]
+    starts = np.zeros(len(chunks) + 1, dtype=np.int64)
+    np.cumsum([len(c) for c in chunks], out=starts[1:])
+    return chunks, starts
+
+
+def take_rows(col: pa.ChunkedArray | pa.Array, rows: np.ndarray) -> pa.Array:
+    """``col.take(rows)`` as one array. A column in several chunks is taken from chunk by chunk:
+    Arrow's take of a chunked array concatenates the whole column first (a 7M-row docid column:
+    0.3 s for 100,000 rows)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    if isinstance(col, pa.Array) or col.num_chunks == 1:
+        return take(contiguous(col), as_arrow(rows))
+    chunks, starts = column_chunks(col)
+    if not chunks:
+        return take(contiguous(col), as_arrow(rows))
+    which = np.searchsorted(starts, rows, side="right") - 1
+    order = np.argsort(which, kind="stable")
+    cuts = np.searchsorted(which[order], np.arange(len(chunks) + 1))
+    parts = [
+        take(chunks[c], as_arrow(rows[order[a:b]] - starts[c]))
+        for c, (a, b) in enumerate(itertools.pairwise(cuts.tolist()))
+        if b > a
+    ]
+    taken = pa.concat_arrays(parts) if parts else take(contiguous(col), as_arrow(rows))
+    back = np.empty(len(rows), dtype=np.int64)
+    back[order] = np.arange(len(rows))
+    return take(taken, as_arrow(back))
+
+
+def numbers(col: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """A numeric column without nulls as one numpy array: `as_numpy` of its only chunk (a
+    view), else its chunks copied in parallel (`parallel_map`) into a new array."""
+    chunks, starts = column_chunks(col)
+    if len(chunks) <= 1 or col.null_count or chunks[0].type not in _NUMPY_TYPES:
+        return as_numpy(col)
+    out = pool_empty(int(starts[-1]), _NUMPY_TYPES[chunks[0].type])
+
+    def copy(i: int) -> None:
+        out[starts[i] : starts[i + 1]] = as_numpy(chunks[i])
+
+    parallel_map(copy, range(len(chunks)), len(out))
+    return out
 
 
 def contiguous(col: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -163,7 +327,7 @@ def as_numpy(col: pa.ChunkedArray | pa.Array, null: int | float | None = None) -
             values = np.where(as_numpy(pc.is_valid(arr)), values, np.asarray(null).astype(dtype))
         return values
     if pa.types.is_boolean(arr.type) and arr.null_count == 0:
-        return as_numpy(pc.cast(arr, pa.uint8())).astype(np.bool_)
+        return as_numpy(cast(arr, pa.uint8())).astype(np.bool_)
     return arr.to_numpy(zero_copy_only=False)
 
 
@@ -182,6 +346,8 @@ def content_digest(obj: Run | Qrels | Votes) -> str:
     lengths), computed once per object: a cache key that changes with any change of content."""
 
     def build() -> str:
+        import hashlib
+
         digest = hashlib.blake2b(digest_size=16)
         for name in obj.table.column_names:
             digest.update(name.encode("utf-8"))
@@ -210,8 +376,15 @@ def _string_column(col: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray | pa.Arra
 
 
 def _query_codes(table: pa.Table, derived: Derived) -> tuple[np.ndarray, np.ndarray]:
-    """`encode_queries` of the qid column; its Arrow dictionary is kept as `QID_DICTIONARY`."""
-    codes, dictionary = _encode_strings(table["qid"])
+    """`encode_queries` of the qid column; its Arrow dictionary is kept as `QID_DICTIONARY`,
+    and where the rows are grouped by query, the row where each query starts as `QUERY_BOUNDS`."""
+    grouped = _grouped_codes(table["qid"])
+    if grouped is not None:
+        codes, dictionary, heads = grouped
+        derived.seed(QUERY_BOUNDS, np.append(heads, len(codes)))
+        derived.seed(GROUPED, True)
+    else:
+        codes, dictionary = _encode_strings(table["qid"])
     derived.seed(QID_DICTIONARY, dictionary)
     return codes, np.asarray(dictionary.to_pylist(), dtype=object)
 
@@ -219,21 +392,45 @@ def _query_codes(table: pa.Table, derived: Derived) -> tuple[np.ndarray, np.ndar
 def _encode_strings(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array]:
     """``(codes, dictionary)``: int32 code per row into the distinct strings in order of first
     appearance, as ``dictionary_encode`` gives them. A column grouped into runs of equal values
-    (a run file's qids) is coded from the boundaries between runs, 5x faster than hashing
-    every row; a value that comes back after another one falls back to hashing."""
-    n = len(values)
-    if n > 1 and values.null_count == 0:
-        change = np.empty(n, dtype=np.bool_)
-        change[0] = True
-        change[1:] = as_numpy(pc.not_equal(values.slice(1), values.slice(0, n - 1)))
-        heads = np.flatnonzero(change)
-        dictionary = contiguous(values.take(as_arrow(heads)))
-        if len(pc.unique(dictionary)) == len(heads):
-            codes = np.cumsum(change, dtype=np.int32)
-            codes -= 1
-            return codes, dictionary
-    enc = contiguous(values).dictionary_encode()
+    (a run file's qids) is coded from the boundaries between runs (`_grouped_codes`), 5x faster
+    than hashing every row; a value that comes back after another one falls back to hashing."""
+    grouped = _grouped_codes(values)
+    if grouped is not None:
+        return grouped[0], grouped[1]
+    enc = arrow("dictionary_encode", contiguous(values))
     return as_numpy(enc.indices).astype(np.int32, copy=False), enc.dictionary
+
+
+def _grouped_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.Array, np.ndarray] | None:
+    """``(codes, dictionary, heads)`` of a string column without nulls whose equal values are
+    in runs that never come back (a run file's qids): ``heads`` the row where each run starts,
+    ``dictionary`` their values, ``codes`` each row's run; None for any other column (fewer
+    than two rows, nulls, a value coming back). Neighbours are compared chunk by chunk on every
+    core (`parallel_map`), chunks' first rows against the previous chunks' last."""
+    n = len(values)
+    if n < 2 or values.null_count:
+        return None
+    chunks, starts = column_chunks(values)
+
+    def changes(i: int) -> np.ndarray:
+        chunk = chunks[i]
+        if len(chunk) < 2:
+            return np.zeros(0, dtype=np.int64)
+        differ = arrow("not_equal", chunk.slice(1), chunk.slice(0, len(chunk) - 1))
+        return as_numpy(arrow("indices_nonzero", differ)).astype(np.int64) + (starts[i] + 1)
+
+    found = parallel_map(changes, range(len(chunks)), n)
+    heads_in = [np.zeros(1, dtype=np.int64)]
+    for i, inside in enumerate(found):
+        if i and chunks[i][0].as_py() != chunks[i - 1][-1].as_py():
+            heads_in.append(starts[i : i + 1])
+        heads_in.append(inside)
+    heads = np.concatenate(heads_in)
+    dictionary = take_rows(values, heads)
+    if len(arrow("unique", dictionary)) != len(heads):
+        return None
+    codes = np.repeat(np.arange(len(heads), dtype=np.int32), np.diff(np.append(heads, n)))
+    return codes, dictionary, heads
 
 
 def _qid_dictionary(values: np.ndarray, derived: Derived) -> pa.Array:
@@ -253,26 +450,68 @@ def string_offsets(arr: pa.Array) -> np.ndarray:
     return raw[arr.offset : arr.offset + len(arr) + 1].astype(np.int64)
 
 
-def docid_keys(docid: pa.Array) -> tuple[np.ndarray, bool]:
+def docid_keys(docid: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     """64-bit keys for docids: exact integers when every docid is a canonical decimal
     number (no sign, no leading zero, at most 18 digits: MS MARCO, TREC DL ...), else a
-    64-bit hash (equal keys must then be confirmed on the strings). Returns ``(keys, exact)``."""
+    64-bit hash (equal keys must then be confirmed on the strings). Returns ``(keys, exact)``.
+    A column in chunks (a parsed file's) is converted chunk by chunk on every core."""
     n = len(docid)
     if n == 0:
         return np.zeros(0, np.uint64), True
-    offsets = np.frombuffer(docid.buffers()[1], dtype=np.int32)[docid.offset : docid.offset + n + 1]
-    lengths = np.diff(offsets)  # int32 views and arrays: a 7M-row run allocates 28 MB here, not 112
-    if lengths.min() >= 1 and lengths.max() <= 18:
-        digit = np.frombuffer(docid.buffers()[2], dtype=np.uint8)[offsets[:-1]] - np.uint8(48)  # wraps below "0"
-        canonical = (digit <= 9) & ((digit != 0) | (lengths == 1))
-        if canonical.all():
-            try:
-                values = as_numpy(pc.cast(docid, pa.int64()))
-            except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-                values = None
-            if values is not None:
-                return values.view(np.uint64), True
-    return hash_strings(docid), False
+    found = _canonical_chunks(docid)
+    if found is None:
+        return hash_strings(contiguous(docid)), False
+    values, starts = found
+    if len(values) == 1:
+        return values[0].view(np.uint64), True
+    keys = pool_empty(n, np.uint64)
+
+    def copy(i: int) -> None:
+        keys[starts[i] : starts[i + 1]] = values[i].view(np.uint64)
+
+    parallel_map(copy, range(len(values)), n)
+    return keys, True
+
+
+def _canonical_chunks(docid: pa.Array | pa.ChunkedArray) -> tuple[list[np.ndarray], np.ndarray] | None:
+    """The docids as int64 chunk by chunk (`_canonical_integers`, chunks on every core) and the
+    row where each chunk starts (`column_chunks`); None unless every docid is a canonical
+    decimal number."""
+    chunks, starts = column_chunks(docid)
+    inexact: list[int] = []
+
+    def convert(i: int) -> np.ndarray | None:
+        values = None if inexact else _canonical_integers(chunks[i])
+        if values is None:
+            inexact.append(i)
+        return values
+
+    values = parallel_map(convert, range(len(chunks)), int(starts[-1]))
+    if inexact:
+        return None
+    return [v for v in values if v is not None], starts
+
+
+def _canonical_integers(docid: pa.Array) -> np.ndarray | None:
+    """The docids of a string array as int64 when each is a canonical decimal number (see
+    `docid_keys`), else None. Arrow's cast parses the numbers and refuses anything but an
+    optional ``-`` and digits, or ``0x`` and hexadecimal digits (so never an empty text); then
+    a negative value, one of 19 digits or more, a text starting with ``0`` (a leading zero,
+    hexadecimal) or a zero value (``-0``, ``00``) other than the text ``0`` is not canonical."""
+    try:
+        values = as_numpy(cast(docid, pa.int64()))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    if values.min() < 0 or values.max() >= 10**18:
+        return None
+    starting_0 = aggregate("sum", starts_with(docid, "0")).as_py() or 0
+    valued_0 = int(np.count_nonzero(values == 0))
+    if starting_0 or valued_0:  # both must be exactly the texts "0": the zeros of length 1
+        offsets = np.frombuffer(docid.buffers()[1], dtype=np.int32)[docid.offset : docid.offset + len(docid) + 1]
+        texts_0 = int(np.count_nonzero((values == 0) & (np.diff(offsets) == 1)))
+        if not starting_0 == valued_0 == texts_0:
+            return None
+    return values
 
 
 def hash_strings(arr: pa.Array) -> np.ndarray:
@@ -320,31 +559,107 @@ def mix_keys(doc_keys: np.ndarray, qid_codes: np.ndarray) -> np.ndarray:
     return mixed
 
 
+def _non_decreasing(codes: np.ndarray) -> bool:
+    """Whether the rows are grouped by query code, codes in ascending order."""
+    return len(codes) < 2 or bool((codes[1:] >= codes[:-1]).all())
+
+
+def _blocks(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(code, rows)`` of each block of a non-decreasing, non-empty code array (binary
+    searches, no pass over the rows)."""
+    low, high = int(codes[0]), int(codes[-1])
+    ends = np.searchsorted(codes, np.arange(low, high + 2, dtype=codes.dtype), side="left")
+    counts = np.diff(ends)
+    present = counts > 0
+    return np.arange(low, high + 1, dtype=np.int64)[present], counts[present]
+
+
 def _sort_packed(packed: np.ndarray, qid_codes: np.ndarray) -> None:
     """Sort ``packed`` in place, where the query code is its most significant field. When the
     rows are grouped by query (codes non-decreasing: the usual run file), sorting each query's
     block on its own gives the same array, and numpy sorts the rows of a 2-d array 3-5x
     faster than the whole vector (7M rows: 0.1 s instead of 0.45 s): blocks of equal length
     are one reshape, unequal ones are padded with the largest key (they sort last and are
-    dropped) when that costs at most half as many slots again."""
+    dropped) when that costs at most half as many slots again. (Grouped rows sort the same
+    without the query code: `_packed_index` adds it after `_sort_blocks`.)"""
     n = len(packed)
-    if n < 2 or not bool((qid_codes[1:] >= qid_codes[:-1]).all()):
+    if n < 2 or not _non_decreasing(qid_codes) or not _sort_blocks(packed, _blocks(qid_codes)[1]):
         packed.sort()
-        return
-    counts = np.bincount(qid_codes)
-    counts = counts[counts > 0]
-    width = int(counts.max())
+
+
+def _sort_blocks(packed: np.ndarray, counts: np.ndarray) -> bool:
+    """Sort each block of ``counts`` consecutive rows of ``packed`` on its own, as the rows
+    of a 2-d array (padded with the largest key when the blocks are unequal); False, leaving
+    ``packed`` as it is, when the padding would cost more than half as many slots again."""
+    n, width = len(packed), int(counts.max())
     if width * len(counts) == n:
         packed.reshape(len(counts), width).sort(axis=1)
-        return
+        return True
     if width * len(counts) > 1.5 * n:
-        packed.sort()
-        return
+        return False
     grid = np.full((len(counts), width), np.uint64(2**64 - 1))
     used = np.arange(width) < counts[:, None]
     grid[used] = packed
     grid.sort(axis=1)
     packed[:] = grid[used]
+    return True
+
+
+def _packed_index(
+    qid_codes: np.ndarray, keys: Sequence[tuple[int, np.ndarray]], doc_bits: int, row_bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted keys, order)`` of `KeyIndex` from the docid keys ``keys``, given in parts
+    ``(first row, keys of the rows from there)`` that cover every row in order (a parsed file's
+    chunks): one in-place sort of (query, docid, row) packed in 64 bits (no argsort, no gather).
+    The parts are packed on every core (`parallel_map`); when the rows are grouped by query,
+    the rows of whole queries are then split into ranges sorted and unpacked on every core, each
+    query's block sorted on its own (`_sort_blocks`) on ``(docid, row)`` alone: the query code,
+    the same throughout a block, is added after the sort."""
+    n = len(qid_codes)
+    packed = pool_empty(n, np.uint64)
+    order = pool_empty(n, np.int32 if row_bits < 32 else np.int64)  # rows fit in int32: half the memory
+    mask = np.uint64((1 << row_bits) - 1)
+    grouped = _non_decreasing(qid_codes)
+
+    def pack(part: tuple[int, np.ndarray]) -> None:
+        a, values = part
+        b = a + len(values)
+        out = packed[a:b]
+        np.left_shift(values.view(np.uint64), np.uint64(row_bits), out=out)
+        out |= np.arange(a, b, dtype=np.uint64)
+        if not grouped:  # one sort of every row: the query code packed first
+            out |= qid_codes[a:b].astype(np.uint64) << np.uint64(doc_bits + row_bits)
+
+    parallel_map(pack, keys, n)
+    if not grouped:
+        packed.sort()
+        np.bitwise_and(packed, mask, out=order, casting="unsafe")
+        packed >>= np.uint64(row_bits)
+        return packed, order
+    cuts = [0, n]
+    if n >= PARALLEL_ROWS:
+        at = np.linspace(0, n, 4 * (os.cpu_count() or 1) + 1)[1:-1].astype(np.int64)
+        cuts = sorted({0, n, *np.searchsorted(qid_codes, qid_codes[at], side="left").tolist()})
+
+    def finish(a: int, b: int) -> None:
+        part, codes = packed[a:b], qid_codes[a:b]
+        block_codes, counts = _blocks(codes)
+        apart = _sort_blocks(part, counts)
+        if not apart:  # blocks too unequal for one grid: one sort of the range, the query code first
+            part |= codes.astype(np.uint64) << np.uint64(doc_bits + row_bits)
+            part.sort()
+        np.bitwise_and(part, mask, out=order[a:b], casting="unsafe")  # row numbers: below 2**row_bits
+        part >>= np.uint64(row_bits)
+        if apart:  # the query code of each sorted block
+            high = block_codes.astype(np.uint64) << np.uint64(doc_bits)
+            if (counts == counts[0]).all():  # a grid: one code per row, broadcast
+                grid = part.reshape(len(counts), int(counts[0]))
+                np.bitwise_or(grid, high[:, None], out=grid)
+            else:
+                part |= np.repeat(high, counts)
+
+    parallel_map(lambda ab: finish(*ab), list(itertools.pairwise(cuts)), n)
+    return packed, order
 
 
 @dataclass(frozen=True)
@@ -358,26 +673,47 @@ class KeyIndex:
     doc_bits: int | None = None  # packed keys ``query << doc_bits | docid`` (exact ids that fit)
 
     @classmethod
-    def build(cls, qid_codes: np.ndarray, docid: pa.Array, doc_keys: tuple[np.ndarray, bool] | None = None) -> KeyIndex:
+    def build(
+        cls, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray, doc_keys: tuple[np.ndarray, bool] | None = None
+    ) -> KeyIndex:
         keys, exact = doc_keys if doc_keys is not None else docid_keys(docid)
         n = len(keys)
         if exact and n:
-            doc_bits = max(int(keys.max()).bit_length(), 1)
-            q_bits = max(int(qid_codes.max()).bit_length(), 1)
-            row_bits = max(n.bit_length(), 1)
-            if q_bits + doc_bits + row_bits <= 64:
-                # one in-place sort of (query, docid, row) packed in 64 bits: no argsort, no gather
-                packed = qid_codes.astype(np.uint64)
-                packed <<= np.uint64(doc_bits + row_bits)
-                packed |= keys << np.uint64(row_bits)
-                packed |= np.arange(n, dtype=np.uint64)
-                _sort_packed(packed, qid_codes)
-                order = (packed & np.uint64((1 << row_bits) - 1)).view(np.int64)
-                packed >>= np.uint64(row_bits)
-                return cls(packed, order, True, doc_bits)
+            step = -(-n // (4 * (os.cpu_count() or 1)))  # parts packed on every core
+            packed = cls._packed(qid_codes, [(a, keys[a : a + step]) for a in range(0, n, step)], int(keys.max()))
+            if packed is not None:
+                return packed
+        return cls._mixed(qid_codes, keys, exact)
+
+    @classmethod
+    def _mixed(cls, qid_codes: np.ndarray, keys: np.ndarray, exact: bool) -> KeyIndex:
+        """The index sorted on `mix_keys` (hashes, or exact keys too wide to pack)."""
         mixed = mix_keys(keys, qid_codes)
         order = np.argsort(mixed)
         return cls(mixed[order], order, exact)
+
+    @classmethod
+    def from_chunks(cls, qid_codes: np.ndarray, values: list[np.ndarray], starts: np.ndarray) -> KeyIndex:
+        """The index of canonical integer docids given chunk by chunk (`_canonical_chunks`),
+        packed from the chunks themselves: no array of every row's key is built."""
+        highest = max((int(v.max()) for v in values if len(v)), default=0)
+        found = cls._packed(qid_codes, list(zip(starts[:-1].tolist(), values, strict=False)), highest)
+        if found is not None:
+            return found
+        return cls._mixed(qid_codes, np.concatenate(values).view(np.uint64), True)
+
+    @classmethod
+    def _packed(cls, qid_codes: np.ndarray, parts: list[tuple[int, np.ndarray]], highest: int) -> KeyIndex | None:
+        """The packed index (`_packed_index`) of exact keys up to ``highest``, or None when
+        (query, docid, row) do not fit in 64 bits."""
+        n = len(qid_codes)
+        doc_bits = max(highest.bit_length(), 1)
+        q_bits = max(int(qid_codes.max()).bit_length(), 1)
+        row_bits = max(n.bit_length(), 1)
+        if q_bits + doc_bits + row_bits > 64:
+            return None
+        packed, order = _packed_index(qid_codes, parts, doc_bits, row_bits)
+        return cls(packed, order, True, doc_bits)
 
     def _keys(self, doc_keys: np.ndarray, qid_codes: np.ndarray) -> np.ndarray:
         if self.doc_bits is None:
@@ -386,7 +722,7 @@ class KeyIndex:
         packed = (qid_codes.astype(np.uint64) << np.uint64(self.doc_bits)) | doc_keys
         return np.where(fits, packed, np.uint64(2**64 - 1))
 
-    def duplicate_pair(self, qid_codes: np.ndarray, docid: pa.Array) -> tuple[int, int] | None:
+    def duplicate_pair(self, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray) -> tuple[int, int] | None:
         """Rows ``(first, second)`` of a docid repeated within one query, or None: the first
         duplicated pair of the file, i.e. the repeated docid whose second row comes first, with
         its first row (the sort is not stable: each repeated key's rows are ordered here)."""
@@ -413,7 +749,7 @@ class KeyIndex:
         return None
 
     def lookup(
-        self, qid_codes: np.ndarray, docid: pa.Array, want_codes: np.ndarray, want_docids: pa.Array
+        self, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray, want_codes: np.ndarray, want_docids: pa.Array
     ) -> np.ndarray:
         """Row of the indexed table holding each wanted (query code, docid), else -1.
         ``qid_codes``/``docid`` are the indexed table's columns; ``want_codes`` uses the
@@ -423,11 +759,12 @@ class KeyIndex:
         if n == 0 or len(self.order) == 0:
             return found
         if self.exact:
-            ok = as_numpy(pc.match_substring_regex(want_docids, _CANONICAL_INT))
+            ok = as_numpy(matches(want_docids, _CANONICAL_INT))
             ok &= want_codes >= 0
             keys = np.zeros(n, dtype=np.uint64)
             if ok.any():
-                keys[ok] = as_numpy(pc.cast(want_docids.filter(as_arrow(ok)), pa.int64())).view(np.uint64)
+                wanted = arrow("filter", want_docids, as_arrow(ok))
+                keys[ok] = as_numpy(cast(wanted, pa.int64())).view(np.uint64)
         else:
             ok = want_codes >= 0
             keys = hash_strings(want_docids)
@@ -440,7 +777,7 @@ class KeyIndex:
         good = single & (qid_codes[rows] == want_codes)
         if not self.exact and good.any():
             idx = np.flatnonzero(good)
-            same = pc.equal(docid.take(as_arrow(rows[idx])), want_docids.take(as_arrow(idx)))
+            same = arrow("equal", take_rows(docid, rows[idx]), take(want_docids, as_arrow(idx)))
             good[idx] = as_numpy(same)
         found[good] = rows[good]
         for i in np.flatnonzero(hit & ~single):  # several rows share the key: compare each
@@ -450,7 +787,7 @@ class KeyIndex:
         return found
 
 
-def find_duplicate_pair(qid_codes: np.ndarray, docid: pa.Array) -> tuple[int, int] | None:
+def find_duplicate_pair(qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray) -> tuple[int, int] | None:
     """Row indices ``(first, second)`` of a docid repeated within one query, or None."""
     return KeyIndex.build(qid_codes, docid).duplicate_pair(qid_codes, docid)
 
@@ -554,16 +891,19 @@ class Run(_QueryCoded):
                 file=source,
                 expected="columns qid, docid, score[, rank]",
             )
-        # docid and score are read as whole arrays (numpy views, Arrow takes); qid and rank are
-        # left in the parser's chunks (coded / combined on use): 120 MB less copying for 7M rows
+        # score is one numpy array (copied from the parser's chunks on every core, shared with
+        # the table); qid, docid and rank stay in the parser's chunks (coded, converted chunk by
+        # chunk, taken from or combined on use): 140 MB less copying for 7M rows
+        scores = numbers(cast(table["score"], pa.float64()))
         cols: dict[str, pa.Array | pa.ChunkedArray] = {
             "qid": _string_column(table["qid"]),
-            "docid": _as_string(table["docid"]),
-            "score": contiguous(pc.cast(table["score"], pa.float64())),
+            "docid": _string_column(table["docid"]),
+            "score": as_arrow(scores),
         }
         if "rank" in table.column_names:
-            cols["rank"] = pc.cast(table["rank"], pa.int64())
+            cols["rank"] = cast(table["rank"], pa.int64())
         run = cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
+        run.derived.seed(SCORES, scores)
         if validate:
             run.validate()
         return run
@@ -596,7 +936,7 @@ class Run(_QueryCoded):
         empty_q = np.flatnonzero(self.qid_values == "")
         empty: np.ndarray = np.flatnonzero(self.qid_codes == empty_q[0]) if len(empty_q) else np.zeros(0, np.int64)
         col = "qid"
-        if not len(empty) and not self.doc_keys[1]:
+        if not len(empty) and not self.key_index.exact:
             empty, col = np.flatnonzero(np.diff(string_offsets(self.docids)) == 0), "docid"
         if len(empty):
             raise DataError(f"empty {col}", file=self.source, expected=f"a non-empty {col}", rows=(int(empty[0]),))
@@ -610,11 +950,12 @@ class Run(_QueryCoded):
                 expected="a finite numeric score",
                 rows=(row,),
             )
-        dup = None if allow_duplicates else self.key_index.duplicate_pair(self.qid_codes, self.docids)
+        docid = self.table["docid"]
+        dup = None if allow_duplicates else self.key_index.duplicate_pair(self.qid_codes, docid)
         if dup is not None:
             i, j = dup
             raise DataError(
-                f"docid {self.docids[i].as_py()!r} appears twice for query {self.qid_values[self.qid_codes[i]]!r}",
+                f"docid {docid[i].as_py()!r} appears twice for query {self.qid_values[self.qid_codes[i]]!r}",
                 file=self.source,
                 expected="each docid at most once per query",
                 rows=(i, j),
@@ -657,11 +998,19 @@ class Run(_QueryCoded):
 
     @property
     def docids(self) -> pa.Array:
+        """The docid column as one array (the parser's chunks are combined on first use)."""
         return self.derived.get(DOCIDS, lambda: contiguous(self.table["docid"]))
+
+    def docids_at(self, rows: np.ndarray) -> pa.Array:
+        """The docids of file ``rows``: taken from `docids` once it is built, else from the
+        parser's chunks (`take_rows`) without combining the whole column."""
+        if self.derived.has(DOCIDS):
+            return take(self.docids, as_arrow(np.asarray(rows, dtype=np.int64)))
+        return take_rows(self.table["docid"], rows)
 
     @property
     def scores(self) -> np.ndarray:
-        return self.derived.get(SCORES, lambda: as_numpy(self.table["score"]))
+        return self.derived.get(SCORES, lambda: numbers(self.table["score"]))
 
     @property
     def has_rank(self) -> bool:
@@ -680,18 +1029,49 @@ class Run(_QueryCoded):
 
     @property
     def doc_keys(self) -> tuple[np.ndarray, bool]:
-        """`docid_keys` of the docid column: exact integers or hashes (reused by fusion)."""
-        return self.derived.get(DOC_KEYS, lambda: docid_keys(self.docids))
+        """`docid_keys` of the docid column: exact integers or hashes (reused by fusion); taken
+        back from `key_index` when that holds them (packed exact keys)."""
+
+        def build() -> tuple[np.ndarray, bool]:
+            index = self.key_index if self.derived.has(KEY_INDEX) else None
+            if index is not None and index.doc_bits is not None:
+                keys = pool_empty(len(self), np.uint64)
+                keys[index.order] = index.sorted_keys & np.uint64((1 << index.doc_bits) - 1)
+                return keys, True
+            return docid_keys(self.table["docid"])
+
+        return self.derived.get(DOC_KEYS, build)
 
     @property
     def key_index(self) -> KeyIndex:
-        """Rows sorted by (query, docid) key (built by validation, reused by the qrels join)."""
-        return self.derived.get(KEY_INDEX, lambda: KeyIndex.build(self.qid_codes, self.docids, self.doc_keys))
+        """Rows sorted by (query, docid) key (built by validation, reused by the qrels join);
+        canonical integer docids are packed from the parser's chunks, without `doc_keys`."""
+
+        def build() -> KeyIndex:
+            docid = self.table["docid"]
+            if not self.derived.has(DOC_KEYS) and len(self):
+                found = _canonical_chunks(docid)
+                if found is not None:
+                    return KeyIndex.from_chunks(self.qid_codes, *found)
+            return KeyIndex.build(self.qid_codes, docid, self.doc_keys)
+
+        return self.derived.get(KEY_INDEX, build)
 
     @property
     def presorted(self) -> bool:
         """Rows grouped by query and score-descending within each query (file order)."""
-        return self.derived.get(PRESORTED, lambda: is_presorted(self.qid_codes, self.scores))
+
+        def build() -> bool:
+            if not self.derived.has(GROUPED):  # (`query_bounds` alone says nothing of the order)
+                return is_presorted(self.qid_codes, self.scores)
+            # grouped by query (`_query_codes` found where each query starts): sorted when the
+            # score rises only where a query starts
+            scores, starts = self.scores, self.query_bounds
+            rises = np.flatnonzero(scores[1:] > scores[:-1]) + 1
+            at = np.minimum(np.searchsorted(starts, rises), len(starts) - 1)
+            return bool((starts[at] == rises).all())
+
+        return self.derived.get(PRESORTED, build)
 
     @property
     def query_bounds(self) -> np.ndarray:
@@ -754,7 +1134,7 @@ class Qrels(_QueryCoded):
             raise DataError("empty relevance grade", file=source, expected="an integer grade", rows=(row,))
         if not pa.types.is_integer(rel.type):
             values = rel.combine_chunks().to_numpy(zero_copy_only=False).astype(float)
-            bad = ~np.isfinite(values) | (values != np.round(values))
+            bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**63)  # int64's range
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
                 raise DataError(
@@ -767,9 +1147,9 @@ class Qrels(_QueryCoded):
         cols = {
             "qid": _as_string(table["qid"]),
             "docid": _as_string(table["docid"]),
-            "relevance": pc.cast(rel, pa.int64()).combine_chunks()
+            "relevance": cast(rel, pa.int64()).combine_chunks()
             if isinstance(rel, pa.ChunkedArray)
-            else pc.cast(rel, pa.int64()),
+            else cast(rel, pa.int64()),
         }
         qrels = cls(table=pa.table(cols), name=name, source=source)
         qrels.validate()
@@ -872,6 +1252,108 @@ _WINNER_ALIASES: dict[str, str] = {
 #: the winners `Votes.from_table` accepts, as its errors list them
 WINNER_EXPECTED = "model_a, model_b, tie, tie (bothbad) / both_bad, or one of the two model names"
 VOTE_OPTIONAL: tuple[str, ...] = ("judge", "category", "timestamp", "weight")
+#: per-battle style counts (model_a's response, then model_b's) for style control
+#: (`core.bt.style`): non-negative integers on every row, each column with its partner
+VOTE_STYLE_COUNTS: tuple[str, ...] = (
+    "a_tokens",
+    "b_tokens",
+    "a_headers",
+    "b_headers",
+    "a_lists",
+    "b_lists",
+    "a_bold",
+    "b_bold",
+)
+#: the two responses' texts, kept as stored (an empty or missing text is an empty response)
+VOTE_RESPONSES: tuple[str, ...] = ("response_a", "response_b")
+#: every style column a `Votes` may carry (kept only when the reader is asked for them)
+VOTE_STYLE: tuple[str, ...] = (*VOTE_STYLE_COUNTS, *VOTE_RESPONSES)
+#: FastChat's metadata names of the counts, read as `VOTE_STYLE_COUNTS`
+VOTE_STYLE_ALIASES: dict[str, str] = {
+    "sum_assistant_a_tokens": "a_tokens",
+    "sum_assistant_b_tokens": "b_tokens",
+    "header_count_a": "a_headers",
+    "header_count_b": "b_headers",
+    "list_count_a": "a_lists",
+    "list_count_b": "b_lists",
+    "bold_count_a": "a_bold",
+    "bold_count_b": "b_bold",
+}
+_COUNT_DIGITS = re.compile(r"^\s*\+?[0-9]{1,18}\s*$")
+
+
+def _partner(column: str) -> str:
+    """``a_bold`` <-> ``b_bold``, ``response_a`` <-> ``response_b``."""
+    if column.startswith("response_"):
+        return "response_b" if column.endswith("_a") else "response_a"
+    return ("b_" if column.startswith("a_") else "a_") + column[2:]
+
+
+def _style_count(col: pa.Array | pa.ChunkedArray, name: str, source: str | None) -> tuple[pa.Array, np.ndarray]:
+    """A count column as int64 and the mask of its bad rows (empty, negative, a fraction, text)."""
+    arr = contiguous(col)
+    n = len(arr)
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.dictionary_decode()
+    valid = pc.is_valid(arr).to_numpy(zero_copy_only=False) if n else np.zeros(0, bool)
+    if pa.types.is_integer(arr.type):
+        vals = arr.cast(pa.int64(), safe=False).to_numpy(zero_copy_only=False) if n else np.zeros(0, np.int64)
+        vals = np.where(valid, vals, 0).astype(np.int64)
+        bad = ~valid | (vals < 0)
+        if pa.types.is_unsigned_integer(arr.type) and n:
+            bad |= pc.greater(arr, pa.scalar(2**62, arr.type)).to_numpy(zero_copy_only=False) & valid
+    elif pa.types.is_floating(arr.type):
+        f = arr.to_numpy(zero_copy_only=False).astype(np.float64)
+        with np.errstate(invalid="ignore"):
+            bad = ~valid | ~np.isfinite(f) | (f < 0) | (f != np.floor(f)) | (f > 2.0**62)
+        vals = np.where(bad, 0, f).astype(np.int64)
+    elif pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type):
+        text = pc.fill_null(arr.cast(pa.string()), "")
+        ok = pc.match_substring_regex(text, _COUNT_DIGITS.pattern).to_numpy(zero_copy_only=False)
+        bad = ~ok
+        cleaned = pc.if_else(pa.array(ok), pc.utf8_trim_whitespace(text), "0")
+        vals = pc.cast(pc.replace_substring(cleaned, "+", ""), pa.int64()).to_numpy(zero_copy_only=False)
+    else:
+        bad, vals = np.ones(n, bool), np.zeros(n, np.int64)
+    return pa.array(vals, pa.int64()), bad
+
+
+def _style_columns(table: pa.Table, source: str | None) -> dict[str, pa.Array]:
+    """The style columns of ``table`` (`VOTE_STYLE`), validated: each with its partner, counts
+    non-negative integers on every row (a `VoteRowError` names the first bad row and how many
+    rows hold a bad count), texts as strings (a missing text is empty)."""
+    present = [c for c in VOTE_STYLE if c in table.column_names]
+    for c in present:
+        if _partner(c) not in table.column_names:
+            raise DataError(
+                f"column {c} has no partner column {_partner(c)}",
+                file=source,
+                expected="style columns in pairs (a_* with b_*, response_a with response_b)",
+            )
+    out: dict[str, pa.Array] = {}
+    bad_any = np.zeros(table.num_rows, bool)
+    first: tuple[int, str] | None = None
+    for c in present:
+        if c in VOTE_RESPONSES:
+            out[c] = pc.fill_null(_as_string(table[c]), "")
+            continue
+        out[c], bad = _style_count(table[c], c, source)
+        row = _first_true(bad)
+        if row is not None and (first is None or row < first[0]):
+            first = (row, c)
+        bad_any |= bad
+    if first is not None:
+        row, c = first
+        value = table[c][row].as_py()
+        affected = int(bad_any.sum())
+        raise VoteRowError(
+            f"{c} {'is empty' if value is None or value == '' else repr(value) + ' is not a count'} "
+            f"({affected:,} row{'s' if affected != 1 else ''} with a bad count)",
+            row=row,
+            file=source,
+            expected="a non-negative integer count on every row",
+        )
+    return out
 
 
 class VoteRowError(DataError):
@@ -887,6 +1369,10 @@ def _first_true(mask: np.ndarray) -> int | None:
     return int(hits[0]) if len(hits) else None
 
 
+#: the latest (and, negated, the earliest) Unix second pandas can hold (2262-04-11)
+_MAX_SECONDS = 9_223_372_036
+
+
 def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
     """Timestamps as ``timestamp[us, UTC]``: numbers are Unix seconds, strings ISO 8601."""
     import pandas as pd
@@ -900,17 +1386,19 @@ def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
         return pc.cast(arr, pa.timestamp("us", tz="UTC"))
     if pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type):
         secs = arr.to_numpy(zero_copy_only=False).astype(np.float64)
-        bad = _first_true(~np.isfinite(secs) & ~pd.isna(secs))
+        bad = _first_true(~(np.abs(secs) <= _MAX_SECONDS) & ~pd.isna(secs))
         if bad is not None:
             raise VoteRowError(
-                f"timestamp {secs[bad]!r} is not a finite number", row=bad, expected="Unix seconds or an ISO 8601 date"
+                f"timestamp {secs[bad]!r} is not a date between 1677 and 2262",
+                row=bad,
+                expected="Unix seconds or an ISO 8601 date",
             )
         micros = np.round(secs * 1e6)
         return pa.array(micros.astype("int64"), type=pa.int64(), mask=np.isnan(secs)).cast(pa.timestamp("us", tz="UTC"))
     values = pd.Series(_as_string(arr).to_pandas(), dtype=object)
     parsed = pd.to_datetime(values, utc=True, errors="coerce", format="mixed")
     numeric = pd.to_numeric(values, errors="coerce")
-    use_num = parsed.isna() & numeric.notna()
+    use_num = parsed.isna() & numeric.notna() & (numeric.abs() <= _MAX_SECONDS)  # else not a date, below
     if use_num.any():
         parsed = parsed.where(~use_num, pd.to_datetime(numeric.where(use_num), unit="s", utc=True))
     bad = _first_true((parsed.isna() & values.notna() & (values.astype(str).str.strip() != "")).to_numpy())
@@ -924,7 +1412,9 @@ def _parse_timestamps(col: pa.Array | pa.ChunkedArray) -> pa.Array:
 @dataclass(frozen=True, eq=False)
 class Votes:
     """Pairwise votes: rows ``(model_a, model_b, winner)`` plus optional ``judge``,
-    ``category``, ``timestamp`` (UTC) and ``weight``.
+    ``category``, ``timestamp`` (UTC) and ``weight``, and the style columns `VOTE_STYLE`
+    (per-battle counts, each with its partner, and the responses' texts) when a reader was
+    asked to keep them (`core.io.votes.read_votes(style=True)`, for `core.bt.style`).
 
     ``winner`` is normalised to one of `WINNER_LABELS` (trimmed, case-insensitive, with the
     spellings of ``_WINNER_ALIASES``: LMArena's ``both_bad`` is `BOTH_BAD`); a winner equal to one of the two
@@ -1032,13 +1522,14 @@ class Votes:
                     expected="a non-negative number",
                 )
             cols["weight"] = pa.array(w_np, pa.float64())
+        cols.update(_style_columns(table, source))
         return cls(name=name, table=pa.table(cols), source=source, meta=dict(meta or {}))
 
     @classmethod
     def from_frame(
         cls, frame: pd.DataFrame, name: str = "votes", *, source: str | None = None, meta: dict[str, Any] | None = None
     ) -> Votes:
-        keep = [c for c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL) if c in frame.columns]
+        keep = [c for c in ("model_a", "model_b", "winner", *VOTE_OPTIONAL, *VOTE_STYLE) if c in frame.columns]
         frame = frame[keep].copy()
         for c in ("model_a", "model_b", "winner", "judge", "category"):
             if c in frame.columns:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from core.data import Key, Qrels, Run, as_numpy, contiguous
+from core.data import Key, Qrels, Run, as_numpy, contiguous, index_of
 
 #: per run, per qrels (weakly): ``(rows, grades)`` of the judged rows, rows ascending
 JUDGED: Key[tuple[np.ndarray, np.ndarray]] = Key("judged")
@@ -31,7 +30,7 @@ def judged_rows(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
 
 def _join_judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
     want_codes = index_in(contiguous(qrels.table["qid"]), run.qid_dictionary)
-    rows = run.key_index.lookup(run.qid_codes, run.docids, want_codes, contiguous(qrels.table["docid"]))
+    rows = run.key_index.lookup(run.qid_codes, run.table["docid"], want_codes, contiguous(qrels.table["docid"]))
     hit = rows >= 0
     grades = as_numpy(qrels.table["relevance"])[hit].astype(np.int64)
     rows = rows[hit]
@@ -42,7 +41,7 @@ def _join_judged(run: Run, qrels: Qrels) -> tuple[np.ndarray, np.ndarray]:
 def index_in(values: pa.Array, of: pa.Array) -> np.ndarray:
     """For each string in ``values``, its position in ``of`` (distinct strings), else -1
     (int64): one hash lookup in Arrow."""
-    return as_numpy(pc.index_in(values, value_set=of), null=-1).astype(np.int64)
+    return as_numpy(index_of(values, of), null=-1).astype(np.int64)
 
 
 @dataclass(frozen=True)

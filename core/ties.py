@@ -37,9 +37,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from core.data import Key, Qrels, Run, as_arrow, as_numpy
+from core.data import Key, Qrels, Run, arrow, as_arrow, as_numpy, pc
 from core.indexes import judged_rows
 
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is built: the metric engine never needs it
@@ -261,7 +260,6 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
     # Process in chunks of about `budget` comparisons so memory stays bounded even with huge
     # tie groups (a group never straddles two chunks).
     budget = 4_000_000
-    docids = run.docids
     chunk_of = (np.cumsum(tsizes) - tsizes) // budget
     cuts = np.r_[0, np.flatnonzero(np.diff(chunk_of)) + 1, len(tied)]
     for start, stop in itertools.pairwise(cuts):
@@ -270,8 +268,8 @@ def docid_rank_in_group(run: Run, rows: np.ndarray, where: Located | None = None
         offsets = np.repeat(first[sl] - np.cumsum(np.concatenate(([0], reps[:-1]))), reps)
         member_sorted = np.arange(int(reps.sum()), dtype=np.int64) + offsets
         member_rows = sorted_to_rows(run, member_sorted)
-        mine = as_arrow(np.repeat(rows[tied[sl]], reps))
-        greater = pc.greater(docids.take(as_arrow(member_rows)), docids.take(mine))
+        mine = np.repeat(rows[tied[sl]], reps)
+        greater = arrow("greater", run.docids_at(member_rows), run.docids_at(mine))
         flags = as_numpy(greater).astype(np.int64)
         bounds = np.concatenate(([0], np.cumsum(reps)[:-1]))
         out[tied[sl]] = np.add.reduceat(flags, bounds)

@@ -395,9 +395,13 @@ def _emit(
     elif args.per_query:
         emit_table(result.per_query, args.format)
     elif args.format == "table":
-        from core.bands import with_bands
+        text = aggregate_text(result)
+        if text is None:  # a run name pandas escapes: its own layout
+            from core.bands import with_bands
 
-        emit_table(with_bands(result.aggregate.reset_index()), "table")
+            emit_table(with_bands(result.aggregate.reset_index()), "table")
+        else:
+            sys.stdout.write(text)
     else:
         emit_table(result.aggregate.reset_index(), args.format)
     return 0
@@ -647,6 +651,33 @@ def _block(keys: list[str], columns: list[list[str]], names: list[str], indent: 
     row = f"{inner}%s: {{\n" + ",\n".join(f"{inner}  {encode_basestring_ascii(n)}: %s" for n in names) + f"\n{inner}}}"
     body = ",\n".join(row % cells for cells in zip(keys, *columns, strict=True))
     return f"{{\n{body}\n{indent}}}"
+
+
+def aggregate_text(result: Evaluation) -> str | None:
+    """The table of means the default output prints, ``emit_table(with_bands(result.aggregate
+    .reset_index()), "table")`` (pandas' ``to_string(index=False)`` with 4 decimals and the
+    interpretation bands), the same text built from the means without importing pandas (0.2-0.3 s
+    of a process's start). Its layout: each column right-aligned to its widest cell, one space
+    between columns; a number column's header gets a leading space (pandas' room for a sign),
+    values ``f"{v:.4f}"`` or ``NaN``. None when a run name holds a character pandas escapes
+    (tab, newline...): the caller then lets pandas write it."""
+    from core.bands import band, band_scale
+
+    if not all(run.isprintable() for run in result.runs):
+        return None
+    columns: list[tuple[str, list[str]]] = [("run", list(result.runs))]
+    for metric in result.metrics:
+        name = metric.name
+        values = [result.means[run][name] for run in result.runs]
+        columns.append((f" {name}", ["NaN" if v != v else f"{v:.4f}" for v in values]))
+        if band_scale(name):
+            columns.append((f"{name} band", [band(name, v) or "" for v in values]))
+    widths = [max(len(cell) for cell in (header, *cells)) for header, cells in columns]
+    lines = [
+        " ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True))
+        for row in zip(*([header, *cells] for header, cells in columns), strict=True)
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def evaluation_json(result: Evaluation) -> str:

@@ -52,54 +52,100 @@ def max_expanded_bytes() -> int:
     return int(mb * (1 << 20))
 
 
-def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = None, *, head: bool = False) -> bytes:
-    """Decompress gzip ``source`` (bytes, or a binary stream positioned at the magic) as a
-    stream, every member of a multi-member file in turn, refusing with `DataError` as soon as
-    the output passes ``limit`` bytes (default `max_expanded_bytes`): memory stays within
-    ``limit`` plus one chunk, and a bomb is refused after expanding ``limit`` bytes only.
-    Without ``limit`` or `MAX_EXPANDED_ENV`, an expansion beyond `MAX_RATIO` times the bytes
-    read (past `_RATIO_FLOOR`) is refused too. Trailing NUL padding is ignored; other trailing bytes or a truncated stream are corrupt.
-    With ``head``, the output past ``limit`` is not refused but left unread: the first ``limit``
-    bytes are returned as soon as they are out (what content sniffing reads, `core.io.kinds`)."""
-    guard_ratio = limit is None and not os.environ.get(MAX_EXPANDED_ENV, "").strip()
-    limit = max_expanded_bytes() if limit is None else limit
-    read_bytes = 0
-    stream = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source  # shares the bytes
+def _mb(size: int) -> str:
+    return f"{round(size / (1 << 20), 2):g}"
+
+
+class ExpansionGuard:
+    """What one input's decompression has produced, counted as it grows, against what it has
+    consumed: every decompression of RankLens (gzip, zip members, Parquet pages and decoded
+    columns, in both engines, the CLI and the server) goes through one. Past ``limit`` (default
+    `max_expanded_bytes`) or, without an explicit limit (the argument or `MAX_EXPANDED_ENV`),
+    beyond `MAX_RATIO` times the bytes consumed once past `_RATIO_FLOOR`, it raises `DataError`
+    naming ``name``; ``what`` starts its messages (``"member 'x' "``)."""
+
+    def __init__(self, name: str, limit: int | None = None, *, what: str = "") -> None:
+        self.name = name
+        self.what = what
+        self.ratio = limit is None and not os.environ.get(MAX_EXPANDED_ENV, "").strip()
+        self.limit = max_expanded_bytes() if limit is None else limit
+        self.produced = 0
+        self.consumed = 0
+
+    def allows(self, size: int, consumed: int) -> bool:
+        """Whether producing ``size`` bytes from ``consumed`` stays within the limit and ratio."""
+        return size <= self.limit and not (self.ratio and size > _RATIO_FLOOR and size > MAX_RATIO * consumed)
+
+    def add(self, produced: int, consumed: int = 0, *, so_far: bool = False) -> None:
+        """Count ``produced`` more bytes from ``consumed`` more input; refuse past the limit or
+        ratio (``so_far``: the input is read in chunks, its end not known yet)."""
+        self.produced += produced
+        self.consumed += consumed
+        if self.ratio and self.produced > _RATIO_FLOOR and self.produced > MAX_RATIO * self.consumed:
+            read = f"at most {self.consumed >> 20} MB read so far" if so_far else f"{_mb(self.consumed)} MB"
+            raise DataError(
+                f"{self.what}expands more than {MAX_RATIO} times ({self.produced >> 20} MB from {read}); "
+                "refused as a possible decompression bomb",
+                file=self.name,
+                expected=self._ratio_expected,
+            )
+        if self.produced > self.limit:
+            raise DataError(
+                f"{self.what}expands beyond {_mb(self.limit)} MB; refused as a possible decompression bomb",
+                file=self.name,
+                expected=self._limit_expected,
+            )
+
+    def refuse_declared(self, size: int, consumed: int, subject: str) -> None:
+        """Refuse, before anything is decompressed, ``size`` bytes declared (or bounded) from
+        ``consumed``: ``subject`` says what declares them, ``{size}`` standing for the size
+        (``"Parquet pages decompress to {size}"``)."""
+        declared = self.what + subject.format(size=f"{_mb(size)} MB")
+        if size > self.limit:
+            raise DataError(
+                f"{declared}, beyond the {_mb(self.limit)} MB limit; refused as a possible decompression bomb",
+                file=self.name,
+                expected=self._limit_expected,
+            )
+        if self.ratio and size > _RATIO_FLOOR and size > MAX_RATIO * consumed:
+            raise DataError(
+                f"{declared} from {_mb(consumed)} MB, more than {MAX_RATIO} times; "
+                "refused as a possible decompression bomb",
+                file=self.name,
+                expected=self._ratio_expected,
+            )
+
+    @property
+    def _limit_expected(self) -> str:
+        return f"at most {_mb(self.limit)} MB once decompressed (set {MAX_EXPANDED_ENV} or --max-expanded-mb to allow more)"
+
+    @property
+    def _ratio_expected(self) -> str:
+        return f"real data (set {MAX_EXPANDED_ENV} or --max-expanded-mb to accept it anyway)"
+
+
+def iter_gunzip(stream: IO[bytes], name: str, guard: ExpansionGuard | None) -> Iterator[bytes]:
+    """Decompress the gzip ``stream`` (positioned at the magic) piece by piece (at most
+    `_CHUNK` bytes each), every member of a multi-member file in turn, each piece counted by
+    ``guard`` before it is yielded (None: not counted, the caller stops reading). Trailing NUL
+    padding is ignored; other trailing bytes or a truncated stream are corrupt."""
 
     def read() -> bytes:
-        nonlocal read_bytes
         piece = stream.read(_CHUNK)
-        read_bytes += len(piece)
+        if guard is not None:
+            guard.add(0, len(piece))
         return piece
 
-    out: list[bytes] = []
-    total = 0
     decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
     pending = read()
     try:
         while True:
             chunk = decomp.decompress(pending, _CHUNK)
             pending = decomp.unconsumed_tail
-            total += len(chunk)
-            if guard_ratio and total > _RATIO_FLOOR and total > MAX_RATIO * read_bytes:
-                raise DataError(
-                    f"expands more than {MAX_RATIO} times ({total >> 20} MB from at most {read_bytes >> 20} MB "
-                    "read so far); refused as a possible decompression bomb",
-                    file=name,
-                    expected=f"real data (set {MAX_EXPANDED_ENV} or --max-expanded-mb to accept it anyway)",
-                )
-            if total > limit and head:
-                out.append(chunk)
-                return b"".join(out)[:limit]
-            if total > limit:
-                raise DataError(
-                    f"expands beyond {round(limit / (1 << 20), 2):g} MB; refused as a possible decompression bomb",
-                    file=name,
-                    expected=f"at most {round(limit / (1 << 20), 2):g} MB once decompressed "
-                    f"(set {MAX_EXPANDED_ENV} or --max-expanded-mb to allow more)",
-                )
+            if guard is not None:
+                guard.add(len(chunk), so_far=True)
             if chunk:
-                out.append(chunk)
+                yield chunk
             if decomp.eof:  # the end of one member: another one, NUL padding or the end
                 rest = decomp.unused_data
                 while len(rest) < 2 or not rest.strip(b"\x00"):
@@ -108,7 +154,7 @@ def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = Non
                         break
                     rest = (rest if rest.strip(b"\x00") else b"") + more
                 if not rest.strip(b"\x00"):
-                    return b"".join(out)
+                    return
                 if rest[:2] != _GZIP_MAGIC:
                     raise DataError("corrupt gzip data (trailing garbage after the last member)", file=name)
                 decomp = zlib.decompressobj(16 + zlib.MAX_WBITS)
@@ -122,27 +168,38 @@ def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = Non
     raise DataError("corrupt gzip data (Compressed file ended before the end-of-stream marker was reached)", file=name)
 
 
-def check_parquet_size(raw: bytes, name: str) -> None:
-    """Refuse a Parquet file whose row groups declare more than `max_expanded_bytes` of
-    uncompressed data (read from the footer, before any column is decoded); a footer that
-    cannot be read is left to the reader's own error."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
+def gunzip_limited(source: bytes | IO[bytes], name: str, limit: int | None = None, *, head: bool = False) -> bytes:
+    """Decompress gzip ``source`` (bytes, or a binary stream positioned at the magic) as a
+    stream (`iter_gunzip`), refusing with `DataError` as soon as the output passes ``limit``
+    bytes (default `max_expanded_bytes`): memory stays within ``limit`` plus one chunk, and a
+    bomb is refused after expanding ``limit`` bytes only. Without ``limit`` or
+    `MAX_EXPANDED_ENV`, an expansion beyond `MAX_RATIO` times the bytes read (past
+    `_RATIO_FLOOR`) is refused too (`ExpansionGuard`).
+    With ``head``, the output past ``limit`` is not refused but left unread: the first ``limit``
+    bytes are returned as soon as they are out (what content sniffing reads, `core.io.kinds`)."""
+    stream = io.BytesIO(source) if isinstance(source, (bytes, bytearray)) else source  # shares the bytes
+    if not head:
+        return b"".join(iter_gunzip(stream, name, ExpansionGuard(name, limit)))
+    limit = max_expanded_bytes() if limit is None else limit
+    out: list[bytes] = []
+    total = 0
+    for chunk in iter_gunzip(stream, name, None):
+        out.append(chunk)
+        total += len(chunk)
+        if total > limit:
+            break
+    return b"".join(out)[:limit]
 
-    try:
-        meta = pq.ParquetFile(pa.BufferReader(raw)).metadata
-    except (pa.ArrowException, OSError):
-        return
-    declared = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-    limit = max_expanded_bytes()
-    if declared > limit:
-        raise DataError(
-            f"Parquet row groups declare {round(declared / (1 << 20), 2):g} MB uncompressed, "
-            f"beyond the {round(limit / (1 << 20), 2):g} MB limit",
-            file=name,
-            expected=f"at most {round(limit / (1 << 20), 2):g} MB once decompressed "
-            f"(set {MAX_EXPANDED_ENV} or --max-expanded-mb to allow more)",
-        )
+
+def read_parquet(source: bytes | str | os.PathLike[str], name: str) -> Any:
+    """A Parquet file (its bytes or its path) as a pyarrow Table, read as hostile input
+    (`core.io._parquet`): its pages' sizes and its decoded size bounded before anything is
+    decompressed, what is decoded counted as it is produced, within one `ExpansionGuard`
+    (`max_expanded_bytes` and `MAX_RATIO`); any refusal or unreadable file is a `DataError`
+    naming ``name``."""
+    from core.io import _parquet
+
+    return _parquet.read_table(source, name, ExpansionGuard(name))
 
 
 def json_nesting_exceeds(raw: bytes, depth: int) -> bool:
@@ -165,23 +222,22 @@ def first_control_row(column: Any, *, space: bool = False) -> int | None:
     The common clean case costs one vectorised minimum over the string bytes; only a dirty
     column is searched row by row."""
     import pyarrow as pa
-    import pyarrow.compute as pc
+
+    from core.data import column_chunks, parallel_map, pc
 
     if not (pa.types.is_string(column.type) or pa.types.is_large_string(column.type)):
         return None
     dtype = np.int64 if pa.types.is_large_string(column.type) else np.int32
-    dirty = False
-    for chunk in getattr(column, "chunks", [column]):
-        if not len(chunk):
-            continue
+    chunks, _ = column_chunks(column)
+
+    def clean(chunk: Any) -> bool:
         offsets = np.frombuffer(chunk.buffers()[1], dtype=dtype)[chunk.offset : chunk.offset + len(chunk) + 1]
         data = chunk.buffers()[2]
         if data is None or offsets[-1] == offsets[0]:
-            continue
-        if np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]].min() <= (0x20 if space else 0x1F):
-            dirty = True
-            break
-    if not dirty:
+            return True
+        return bool(np.frombuffer(data, dtype=np.uint8)[offsets[0] : offsets[-1]].min() > (0x20 if space else 0x1F))
+
+    if all(parallel_map(clean, chunks, len(column))):
         return None
     mask = pc.fill_null(pc.match_substring_regex(column, "[\\x00-\\x20]" if space else "[\\x00-\\x1f]"), False)
     index = pc.index(mask, True).as_py()
@@ -486,7 +542,27 @@ def json_lines(
             raise DataError(TOO_LONG_NUMBER, file=name, line=number, expected=expected) from None
         if not isinstance(obj, dict):
             raise DataError("not a JSON object", file=name, line=number, expected=expected)
+        if lone_surrogate(line, obj):
+            raise DataError(LONE_SURROGATE, file=name, line=number, expected="text that is valid Unicode")
         yield number, obj
+
+
+#: a JSON escape of a UTF-16 surrogate: a pair decodes to one character, a lone one stays
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+LONE_SURROGATE = "a lone UTF-16 surrogate (an escape like \\ud800 not part of a pair)"
+
+
+def lone_surrogate(line: str | bytes, value: object) -> bool:
+    """Whether ``value``, parsed from the JSON ``line``, holds a lone surrogate (text UTF-8
+    cannot encode: ``"\\ud800"``). Only a line holding such an escape is looked at."""
+    text = line if isinstance(line, str) else line.decode("utf-8", "replace")
+    if not _SURROGATE_ESCAPE.search(text):
+        return False
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 class LineMap:

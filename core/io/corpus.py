@@ -20,6 +20,7 @@ import gzip
 import io
 import math
 import os
+import re
 import zlib
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,9 @@ from core.errors import DataError
 from core.io._common import Source, check_text, first_line, json_id, json_lines, json_text, load_bytes, strip_bom
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.ties import ordered_frame
+
+#: a C0 control character (NUL, ESC of ANSI sequences, CR...): never part of an id
+_CONTROL = re.compile(r"[\x00-\x1f]")
 
 ID_ALIASES = {
     "docid": ("docid", "doc_id", "id", "_id", "pid", "document_id"),
@@ -141,7 +145,10 @@ def _rows(text: str, display: str) -> tuple[list[tuple[int, dict[str, Any]]], li
         return rows, list(rows[0][1]) if rows else []
     delim = "\t" if "\t" in first else ","
     reader = csv.reader(io.StringIO(text), delimiter=delim)
-    out: list[tuple[int, list[str]]] = [(reader.line_num, rec) for rec in reader if rec and any(x.strip() for x in rec)]
+    try:
+        out = [(reader.line_num, rec) for rec in reader if rec and any(x.strip() for x in rec)]
+    except csv.Error as exc:  # a lone carriage return, a field past csv's limit...: the line reached
+        raise DataError(f"unreadable row ({exc})", file=display, line=reader.line_num) from None
     if not out:
         return [], []
     header = [h.strip().lower() for h in out[0][1]]
@@ -304,6 +311,11 @@ def read_candidate_table(data: Source, *, filename: str | None = None, name: str
             raise DataError(
                 f"empty {'query_id' if not qid else 'document_id'}", file=display, line=number, expected=expected
             )
+        for role, text in (("query_id", qid), ("document_id", docid)):
+            if _CONTROL.search(text):
+                raise DataError(
+                    f"{role} {text[:40]!r} contains a control character", file=display, line=number, expected=expected
+                )
         seen = first_line_of.setdefault((qid, docid), number)
         if seen != number:
             raise DataError(
@@ -314,10 +326,16 @@ def read_candidate_table(data: Source, *, filename: str | None = None, name: str
             )
         if rank_at is not None:
             try:
-                ranks.append(int(fields[rank_at]))
+                rank = int(fields[rank_at])
+                if not 0 <= rank < 2**63:
+                    raise ValueError(rank)
+                ranks.append(rank)
             except ValueError:
                 raise DataError(
-                    f"rank {fields[rank_at]!r} is not an integer", file=display, line=number, expected=expected
+                    f"rank {fields[rank_at][:40]!r} is not an integer of 0 or more",
+                    file=display,
+                    line=number,
+                    expected=expected,
                 ) from None
         if score_at is not None:
             try:

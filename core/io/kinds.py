@@ -200,7 +200,7 @@ def _sniff_parquet(raw: bytes, name: str, gz: bool) -> KindGuess:
 
     try:
         names = list(pq.read_schema(pa.BufferReader(raw)).names)
-    except (pa.ArrowException, OSError) as exc:
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: a footer's name that is not UTF-8
         message = f"not a readable Parquet file ({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
         raise DataError(message, file=name, expected=EXPECTED) from None
     seen = ("gzip-compressed " if gz else "") + f"Parquet with columns {_shown(names)}"
@@ -267,7 +267,10 @@ def _by_header(first: str, delimiter: str, fmt: str, adjectives: str, name: str,
     run, qrels and chunk-map readers split it, and parsed by the csv module as the votes and
     answers readers parse it."""
     plain = first.strip().split(delimiter)
-    parsed = [c.strip() for c in next(csv.reader([first], delimiter=delimiter), [])]
+    try:
+        parsed = [c.strip() for c in next(csv.reader([first], delimiter=delimiter), [])]
+    except csv.Error:  # a lone carriage return: the readers refuse the header, naming its line
+        parsed = [c.strip() for c in plain]
     seen = f"{adjectives}{_FORMAT_NAMES[fmt]} with columns {_shown(parsed)}"
     hint = "; a chunk map without a header must be whitespace-separated" if fmt == "csv" and len(parsed) == 2 else ""
     return _by_columns(plain, parsed, fmt, seen, name, line=line, hint=hint)

@@ -20,16 +20,14 @@ from typing import IO, TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from core.data import Qrels, Run
+from core.data import Qrels, Run, aggregate, arrow, column_chunks, parallel_map, pc
 from core.errors import DataError
 from core.io._common import (
     LineMap,
     Source,
     check_flat_columns,
-    check_parquet_size,
     check_text,
     file_stem,
     first_control_row,
@@ -38,6 +36,7 @@ from core.io._common import (
     json_text,
     load_bytes,
     quoted,
+    read_parquet,
     refuse_exhaustion,
     sniff_format,
     strip_bom,
@@ -148,7 +147,11 @@ def read_runs(
         # the bytes are only read if the fast parse fails or an error needs a line number.
         path, display = fast
         try:
-            table = _trec_parse(pa.OSFile(str(path)), RUN_TREC_COLUMNS, _RUN_TYPES, _RUN_INCLUDE)
+            # Q0 is parsed too (as a dictionary: a few bytes a row) so that its bytes are checked
+            # as UTF-8 like the rest: undecodable bytes are refused by the slow path, which names
+            # the line, as they are when the run comes as bytes or through --engine stream
+            table = _trec_parse(pa.OSFile(str(path)), RUN_TREC_COLUMNS, _FAST_TYPES, ["q0", *_RUN_INCLUDE])
+            table = table.drop_columns(["q0"])
         except (pa.ArrowInvalid, pa.ArrowTypeError):
             table = None
         raw = b""
@@ -234,6 +237,9 @@ def _normalise_whitespace(raw: bytes) -> bytes:
 
 _RUN_TYPES = {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64(), "tag": pa.string()}
 _RUN_INCLUDE = ["qid", "docid", "rank", "score", "tag"]
+_FAST_TYPES = {**_RUN_TYPES, "q0": pa.dictionary(pa.int32(), pa.string())}
+#: a relevance grade given as text that pyarrow casts to int64
+_INTEGER = re.compile(r"-?[0-9]{1,19}")
 
 
 def _plain_trec_file(data: Source, filename: str | None, fmt: str | None) -> tuple[Path, str] | None:
@@ -458,7 +464,7 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
     import pandas as pd
 
     frame = pd.DataFrame.from_records(records)
-    for c in ("qid", "docid", "tag", "iter"):
+    for c in ("qid", "docid", "tag", "iter", "chunk_id", "doc_id"):
         if c in frame.columns:
             junk = frame[c].map(type).isin((list, dict, bool, np.bool_)).to_numpy()
             if junk.any():
@@ -473,6 +479,12 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
             frame[c] = frame[c].astype(str)
     for c in ("score", "rank", "relevance"):
         if c in frame.columns:
+            flags = frame[c].map(type).isin((bool, np.bool_)).to_numpy()
+            if flags.any():  # true/false: not a number (pandas would read 1/0)
+                at = int(np.flatnonzero(flags)[0])
+                raise DataError(
+                    f"{c} {bool(frame[c].iloc[at])!r} is not a number", rows=(at,), expected=f"a numeric {c}"
+                )
             numeric = pd.to_numeric(frame[c], errors="coerce")
             bad = numeric.isna() & frame[c].notna()
             if bad.any() or numeric.isna().any():
@@ -485,13 +497,7 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
 
 
 def _read_parquet(raw: bytes, display: str, aliases: dict[str, str]) -> pa.Table:
-    import pyarrow.parquet as pq
-
-    check_parquet_size(raw, display)
-    try:
-        table = pq.read_table(pa.BufferReader(raw))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(f"not a readable Parquet file ({exc})", file=display) from None
+    table = read_parquet(raw, display)  # bounded before anything is decompressed or decoded
     table = table.rename_columns(_canonical_columns(table.column_names, aliases))
     check_flat_columns(table, display, _PARQUET_EXPECTED)
     return table
@@ -516,6 +522,11 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
         raise DataError("no score or rank column", file=display, expected="columns qid, docid, score[, rank][, tag]")
     if table.num_rows == 0:
         raise DataError("the file has no data rows", file=display, expected="at least one result")
+    if "rank" in table.column_names and table["rank"].null_count:  # an empty cell: no rank, whatever the others
+        # (an empty score is a NaN: refused as not finite by `Run`)
+        row = int(np.flatnonzero(pc.is_null(table["rank"]).to_numpy(zero_copy_only=False))[0])
+        err = DataError("empty rank", rows=(row,), expected="a rank on every row")
+        raise (lines.relocate(err, display) if lines else err.located(file=display))
     for c in ("score", "rank"):
         if c in table.column_names and not (pa.types.is_integer(table[c].type) or pa.types.is_floating(table[c].type)):
             values = table[c].combine_chunks()
@@ -551,7 +562,7 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
             )
             raise (lines.relocate(err, display) if lines else err.located(file=display))
     if "rank" in table.column_names:
-        low = pc.min(table["rank"]).as_py()  # no scalar argument: pyarrow would import pandas for one
+        low = aggregate("min", table["rank"]).as_py()  # no scalar argument: pyarrow would import pandas for one
         if low is not None and low < 0:
             ranks = table["rank"].to_numpy()
             row = int(np.flatnonzero(ranks < 0)[0])
@@ -560,6 +571,10 @@ def _normalise_run_columns(table: pa.Table, display: str, lines: LineMap | None)
             )
             raise (lines.relocate(err, display) if lines else err.located(file=display))
     _refuse_control_characters(table, display, lines, ("qid", "docid", "tag"))
+    if "score" in table.column_names and pa.types.is_integer(table["score"].type):  # past 2**53: the nearest float
+        table = table.set_column(
+            table.column_names.index("score"), "score", pc.cast(table["score"], pa.float64(), safe=False)
+        )
     if "score" not in table.column_names:  # rank only: score = -rank
         table = table.append_column("score", pc.negate(pc.cast(table["rank"], pa.float64())))
     return table
@@ -582,11 +597,19 @@ def _refuse_control_characters(table: pa.Table, display: str, lines: LineMap | N
 
 def _distinct(col: pa.ChunkedArray) -> list[str | None]:
     """``pc.unique(col).to_pylist()``; a column holding one value throughout (a run file's
-    tag) is recognised by comparing neighbours, 5x faster than hashing every row."""
+    tag) is recognised by comparing every row with the first, chunks on every core, 2x faster
+    than hashing every row."""
     n = len(col)
-    if n and col.null_count == 0 and (n == 1 or not pc.any(pc.not_equal(col.slice(1), col.slice(0, n - 1))).as_py()):
-        return [col[0].as_py()]
-    return pc.unique(col).to_pylist()
+    if n and col.null_count == 0:
+        chunks, _ = column_chunks(col)
+        first = chunks[0][0]  # a scalar of the column itself: a Python one would import pandas
+
+        def same(chunk: pa.Array) -> bool:
+            return bool(aggregate("all", arrow("equal", chunk, first)).as_py())
+
+        if all(parallel_map(same, chunks, n)):
+            return [first.as_py()]
+    return arrow("unique", col).to_pylist()
 
 
 def _split_by_tag(
@@ -597,7 +620,22 @@ def _split_by_tag(
     ``keep-best`` ``duplicates`` are dropped after validation (errors keep their lines)."""
     stem = file_stem(display) or "run"
     has_tag = "tag" in table.column_names
+    if has_tag and not (pa.types.is_string(table["tag"].type) or pa.types.is_large_string(table["tag"].type)):
+        try:  # a Parquet tag of numbers (or bytes): its text, as JSONL's
+            table = table.set_column(table.column_names.index("tag"), "tag", pc.cast(table["tag"], pa.string()))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise DataError(
+                f"column 'tag' holds {table['tag'].type} values", file=display, expected="tags as text"
+            ) from None
+    tag_type = table["tag"].type if has_tag else None
+    if has_tag and table["tag"].null_count and (pa.types.is_string(tag_type) or pa.types.is_large_string(tag_type)):
+        # a row without a tag (JSONL) belongs to the run named after the file, as an empty tag does
+        table = table.set_column(table.column_names.index("tag"), "tag", pc.fill_null(table["tag"], ""))
     tags = _distinct(table["tag"]) if has_tag else [None]
+    if len(tags) > 1 and "" in tags and stem in tags:  # untagged rows and a tag named as the file: one run
+        tag_at = table.column_names.index("tag")
+        table = table.set_column(tag_at, "tag", pc.if_else(pc.equal(table["tag"], ""), stem, table["tag"]))
+        tags = _distinct(table["tag"])
     keep = [c for c in ("qid", "docid", "score", "rank") if c in table.column_names]
     pending: list[tuple[Run, np.ndarray | None]] = []
     for tag in tags:
@@ -665,14 +703,17 @@ def read_qrels(data: Source, *, filename: str | None = None, fmt: str | None = N
             expected="qid iter docid relevance (TREC) or a header qid,docid,relevance",
         )
     rel = table["relevance"]
-    if pa.types.is_string(rel.type):
-        for i, v in enumerate(rel.to_pylist()):
-            try:
-                int(v)
-            except ValueError:
-                err = DataError(f"relevance {v!r} is not an integer", rows=(i,), expected="an integer grade")
+    if pa.types.is_string(rel.type) or pa.types.is_large_string(rel.type):
+        for i, v in enumerate(rel.to_pylist()):  # what pyarrow casts: ASCII digits, a 64-bit integer
+            if v is None or not _INTEGER.fullmatch(v) or not -(2**63) <= int(v) < 2**63:
+                err = DataError(f"relevance {quoted(v)} is not an integer", rows=(i,), expected="an integer grade")
                 raise (lines.relocate(err, display) if lines else err.located(file=display)) from None
         table = table.set_column(table.column_names.index("relevance"), "relevance", pc.cast(rel, pa.int64()))
+    for c in ("qid", "docid"):  # a Parquet null: no id
+        if table[c].null_count:
+            row = int(np.flatnonzero(pc.is_null(table[c]).to_numpy(zero_copy_only=False))[0])
+            err = DataError(f"empty {c}", rows=(row,), expected=f"a {c} on every row")
+            raise (lines.relocate(err, display) if lines else err.located(file=display)) from None
     _refuse_control_characters(table, display, lines, ("qid", "docid"))
     try:
         return Qrels.from_table(
@@ -750,7 +791,12 @@ def read_answers(data: Source, *, filename: str | None = None, fmt: str | None =
     elif kind in ("csv", "tsv"):
         delimiter = "\t" if kind == "tsv" else ","
         reader = csv.DictReader(io.StringIO(raw.decode("utf-8")), delimiter=delimiter)
-        fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
+        try:
+            fields = {f.strip().lower(): f for f in (reader.fieldnames or [])}
+        except csv.Error as exc:  # a lone carriage return in the header
+            raise DataError(
+                f"cannot read the header ({exc})", file=display, line=1, expected="a header qid,prediction,reference"
+            ) from None
         ref_key = next((fields[k] for k in ANSWER_REFERENCE_COLUMNS if k in fields), None)
         if "qid" not in fields or "prediction" not in fields or ref_key is None:
             raise DataError(
@@ -811,7 +857,10 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
     raw = strip_bom(raw)
     aliases = CHUNK_MAP_ALIASES
     if kind == "jsonl":
-        table = _read_jsonl(raw, display, aliases, ("chunk_id", "doc_id"))
+        try:
+            table = _read_jsonl(raw, display, aliases, ("chunk_id", "doc_id"))
+        except DataError as exc:
+            raise LineMap(raw).relocate(exc, display) from None
     elif kind in ("csv", "tsv"):
         header = raw.split(b"\n", 1)[0].decode("utf-8").strip().lower().split("\t" if kind == "tsv" else ",")
         if header[:2] == ["docid", "doc_id"] or "chunk_id" in header:
@@ -829,6 +878,8 @@ def read_chunk_map(data: Source, *, filename: str | None = None, fmt: str | None
             raise _chunk_map_line_error(raw, display) from None
     if not {"chunk_id", "doc_id"} <= set(table.column_names):
         raise DataError("missing chunk_id/doc_id columns", file=display, expected="a header chunk_id,doc_id")
+    header_lines = 1 if kind in ("csv", "tsv") else 0
+    _refuse_control_characters(table, display, LineMap(raw, header_lines=header_lines), ("chunk_id", "doc_id"))
     frame = table.select(["chunk_id", "doc_id"]).to_pandas()
     frame = frame.astype({"chunk_id": str, "doc_id": str})
     dup = frame["chunk_id"].duplicated(keep=False)

@@ -15,6 +15,15 @@ The format comes from ``fmt``, else the file extension, else the content
 Every error is a `DataError` naming the file and the 1-based line: for CSV the header is
 line 1 and the first vote line 2; for JSONL the line holding the object; Parquet has no
 lines, so its errors name the 1-based row instead.
+
+``style=True`` (style control, `core.bt.style`) also keeps the style columns
+(`core.data.VOTE_STYLE`: ``a_tokens, b_tokens, a_headers, b_headers, a_lists, b_lists, a_bold,
+b_bold`` and the texts ``response_a, response_b``; FastChat's names ``sum_assistant_a_tokens``,
+``header_count_a``, ``list_count_a``, ``bold_count_a`` and their ``_b`` read as the counts),
+validated by `Votes`: a column without its partner is an error, a bad count (empty, negative, a
+fraction, text) names its first line and how many rows hold one. Without it they are ignored.
+A CSV whose header names ``response_a`` or ``response_b`` may hold newlines inside quoted
+values (RFC 4180), with or without ``style``; its errors name the line where the record starts.
 """
 
 from __future__ import annotations
@@ -32,19 +41,20 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.json as pajson
-import pyarrow.parquet as pq
 
-from core.data import VOTE_OPTIONAL, VoteRowError, Votes
+from core.data import VOTE_OPTIONAL, VOTE_RESPONSES, VOTE_STYLE, VOTE_STYLE_ALIASES, VoteRowError, Votes
 from core.errors import DataError
 from core.io._common import (
+    LONE_SURROGATE,
     TOO_LONG_NUMBER,
     check_flat_columns,
-    check_parquet_size,
     check_text,
     first_control_row,
     json_nesting_exceeds,
     load_bytes,
+    lone_surrogate,
     quoted,
+    read_parquet,
     refuse_exhaustion,
 )
 
@@ -62,7 +72,28 @@ _EXT = {
     ".parquet": "parquet",
     ".pq": "parquet",
 }
-_STRING_COLS = ("model_a", "model_b", "winner", "preference", "judge", "category")
+_STRING_COLS = ("model_a", "model_b", "winner", "preference", "judge", "category", *VOTE_RESPONSES)
+#: the columns kept with ``style=True``: `_KEPT`, the style columns and FastChat's names for them
+_KEPT_STYLE = (*_KEPT, *VOTE_STYLE, *VOTE_STYLE_ALIASES)
+
+
+def _kept(style: bool) -> tuple[str, ...]:
+    """The columns a reader keeps: `_KEPT`, and with ``style`` the style columns too."""
+    return _KEPT_STYLE if style else _KEPT
+
+
+def _canonical_style(table: pa.Table, name: str) -> pa.Table:
+    """FastChat's names of the style counts renamed to RankLens's (`VOTE_STYLE_ALIASES`); a file
+    holding both names of one count is an error."""
+    names = list(table.column_names)
+    for alias, canon in VOTE_STYLE_ALIASES.items():
+        if alias in names:
+            if canon in names:
+                raise DataError(
+                    f"both {canon} and {alias} are given", file=name, expected="one column per count"
+                )
+            names[names.index(alias)] = canon
+    return table.rename_columns(names) if names != table.column_names else table
 
 
 def _missing(names: list[str]) -> list[str]:
@@ -96,8 +127,11 @@ def _sniff(raw: bytes, filename: str | None) -> str:
 
 
 @refuse_exhaustion
-def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, fmt: str | None = None) -> Votes:
-    """Parse votes (bytes, a path, or text containing newlines) into a validated `Votes`."""
+def read_votes(
+    data: bytes | str | os.PathLike, *, filename: str | None = None, fmt: str | None = None, style: bool = False
+) -> Votes:
+    """Parse votes (bytes, a path, or text containing newlines) into a validated `Votes`;
+    ``style`` keeps the style columns (see the module docstring)."""
     raw, name = _load(data, filename)
     fmt = (fmt or _sniff(raw, filename or (None if name == "<votes>" else name))).lower()
     label = Path(name).name if name != "<votes>" else name
@@ -105,11 +139,11 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
     if fmt != "parquet" and raw.strip():
         check_text(raw, name)  # NUL bytes, UTF-16 without a byte-order mark, bad UTF-8: named
     if fmt in ("csv", "tsv"):
-        table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",")
+        table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",", _kept(style))
     elif fmt in ("jsonl", "json", "ndjson"):
-        table, lines = _read_jsonl(raw, name)
+        table, lines = _read_jsonl(raw, name, _kept(style))
     elif fmt == "parquet":
-        table, lines = _read_parquet(raw, name), None
+        table, lines = _read_parquet(raw, name, _kept(style)), None
     else:
         raise DataError(f"unknown votes format {fmt!r}", file=name, expected="csv, jsonl or parquet")
     if table.num_rows == 0:
@@ -118,6 +152,8 @@ def read_votes(data: bytes | str | os.PathLike, *, filename: str | None = None, 
         )
     try:
         _refuse_control_characters(table, name)
+        if style:
+            table = _canonical_style(table, name)
         return _votes(table, label, name)
     except VoteRowError as exc:
         if lines is None:
@@ -190,36 +226,63 @@ def _votes(table: pa.Table, label: str, name: str) -> Votes:
 
 
 # ---- CSV -----------------------------------------------------------------------------------
-def _read_csv(raw: bytes, name: str, delimiter: str) -> tuple[pa.Table, Callable[[int], int]]:
+def _read_csv(
+    raw: bytes, name: str, delimiter: str, kept: tuple[str, ...] = _KEPT
+) -> tuple[pa.Table, Callable[[int], int]]:
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     if not raw.strip():
         raise DataError("the file is empty", file=name, line=1, expected=EXPECTED)
     header = raw.split(b"\n", 1)[0].decode("utf-8", "replace").strip("\r")
-    names = [c.strip() for c in next(csv.reader([header], delimiter=delimiter))]
+    try:
+        names = [c.strip() for c in next(csv.reader([header], delimiter=delimiter))]
+    except csv.Error as exc:  # a lone carriage return inside the header
+        raise DataError(f"unreadable header ({exc})", file=name, line=1, expected=EXPECTED) from None
     missing = _missing(names)
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)} in the header", file=name, line=1, expected=EXPECTED)
     types = {c: pa.string() for c in names if c in _STRING_COLS or c == "timestamp"}
+    texts = any(c in names for c in VOTE_RESPONSES)  # responses hold newlines inside quoted values
     try:
         table = pacsv.read_csv(
             io.BytesIO(raw),
             read_options=pacsv.ReadOptions(column_names=names, skip_rows=1),
-            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=False),
+            parse_options=pacsv.ParseOptions(delimiter=delimiter, newlines_in_values=texts),
             convert_options=pacsv.ConvertOptions(
                 column_types=types,
                 null_values=[""],  # a blank weight is 1; "nan" or "null" is not a weight
                 strings_can_be_null=False,
-                include_columns=[c for c in names if c in _KEPT],
+                include_columns=[c for c in names if c in kept],
             ),
         )
     except (pa.ArrowInvalid, UnicodeDecodeError) as exc:
         raise _csv_error(raw, name, delimiter, len(names), exc) from None
+    if texts:
+        return table, _record_lines(raw, delimiter)
     # data row r (0-based) sits on line r + 2 unless blank lines were skipped
     if b"\n\n" in raw or b"\n\r\n" in raw:
         offsets = _nonblank_lines(raw)[1:]
         return table, lambda r: int(offsets[r])
     return table, lambda r: r + 2
+
+
+def _record_lines(raw: bytes, delimiter: str) -> Callable[[int], int]:
+    """Row -> the 1-based line where its record starts, for a CSV whose quoted values may hold
+    newlines (read with the csv module when an error needs it)."""
+    starts: list[int] = []
+
+    def line(row: int) -> int:
+        if not starts:
+            reader = csv.reader(io.StringIO(raw.decode("utf-8", "replace"), newline=""), delimiter=delimiter)
+            end = 0
+            for record in reader:
+                if record:
+                    starts.append(end + 1)
+                end = reader.line_num
+            del starts[:1]  # the header
+        return starts[row] if row < len(starts) else row + 2
+
+    return line
 
 
 def _nonblank_lines(raw: bytes) -> np.ndarray:
@@ -248,7 +311,9 @@ def _csv_error(raw: bytes, name: str, delimiter: str, n_cols: int, exc: Exceptio
 
 
 # ---- JSON lines ----------------------------------------------------------------------------
-def _read_jsonl(raw: bytes, name: str) -> tuple[pa.Table, Callable[[int], int] | None]:
+def _read_jsonl(
+    raw: bytes, name: str, kept: tuple[str, ...] = _KEPT
+) -> tuple[pa.Table, Callable[[int], int] | None]:
     """A JSON array, or JSON lines read by one of two readers with one contract.
 
     Arrow's reader (`_arrow_jsonl`, fast) takes files it can type as one table with the
@@ -258,17 +323,17 @@ def _read_jsonl(raw: bytes, name: str) -> tuple[pa.Table, Callable[[int], int] |
     give the same votes (tested), so which one ran is not part of the result.
     """
     if raw.lstrip()[:1] == b"[":
-        return _json_array(raw, name), None
+        return _json_array(raw, name, kept), None
     lines = raw.split(b"\n")
     nonblank = [k for k, ln in enumerate(lines) if ln.strip()]
-    table = _arrow_jsonl(raw)
+    table = _arrow_jsonl(raw, kept)
     if table is not None:
         line_of = np.array(nonblank, dtype=np.int64) + 1
         return table, lambda r: int(line_of[r])
-    return _python_jsonl(lines, nonblank, name)
+    return _python_jsonl(lines, nonblank, name, kept)
 
 
-def _json_array(raw: bytes, name: str) -> pa.Table:
+def _json_array(raw: bytes, name: str, kept: tuple[str, ...] = _KEPT) -> pa.Table:
     """``[{...}, ...]``: one object per vote (errors name the JSON line, or line 1)."""
     try:
         rows = json.loads(raw)
@@ -280,14 +345,16 @@ def _json_array(raw: bytes, name: str) -> pa.Table:
         raise DataError(TOO_LONG_NUMBER, file=name, expected="a JSON array of votes") from None
     if not isinstance(rows, list) or not all(isinstance(r, dict) for r in rows):
         raise DataError("a JSON array must hold one object per vote", file=name, line=1, expected="[{...}, ...]")
-    return _rows_table(rows, name, None)
+    if lone_surrogate(raw, rows):
+        raise DataError(LONE_SURROGATE, file=name, expected="text that is valid Unicode")
+    return _rows_table(rows, name, None, kept)
 
 
 #: deeper JSON goes to Python's reader, which refuses it with its line ("nesting too deep")
 _ARROW_MAX_NESTING = 32
 
 
-def _arrow_jsonl(raw: bytes) -> pa.Table | None:
+def _arrow_jsonl(raw: bytes, kept: tuple[str, ...] = _KEPT) -> pa.Table | None:
     """JSON lines as Arrow reads them, with the vote columns as strings; None when Arrow cannot
     read the file as one table holding ``model_a, model_b`` and an outcome column (``winner``
     or ``preference``) with scalar values."""
@@ -299,10 +366,18 @@ def _arrow_jsonl(raw: bytes) -> pa.Table | None:
         return None
     if _missing(table.column_names):
         return None
-    return _stringify(table)
+    if any(c in table.column_names and pa.types.is_boolean(table[c].type) for c in _NAMED_COLS):
+        return None  # true/false as a model or an outcome: Python's reader refuses it, naming the line
+    if any(pa.types.is_floating(table[c].type) for c in table.column_names if c in _STRING_COLS):
+        return None  # a number Arrow read as a double (2**64 -> 1.8e19): Python's reader keeps its text
+    if any(pa.types.is_nested(table[c].type) for c in table.column_names if c in kept):
+        return None  # a list or an object (a timestamp []): Python's reader names its line
+    return _stringify(table, kept)
 
 
-def _python_jsonl(lines: list[bytes], nonblank: list[int], name: str) -> tuple[pa.Table, Callable[[int], int]]:
+def _python_jsonl(
+    lines: list[bytes], nonblank: list[int], name: str, kept: tuple[str, ...] = _KEPT
+) -> tuple[pa.Table, Callable[[int], int]]:
     """JSON lines parsed one by one with the json module (errors name the line)."""
     rows, line_no = [], []
     for k in nonblank:
@@ -318,13 +393,17 @@ def _python_jsonl(lines: list[bytes], nonblank: list[int], name: str) -> tuple[p
             raise DataError(TOO_LONG_NUMBER, file=name, line=k + 1, expected="one JSON object per line") from None
         if not isinstance(obj, dict):
             raise DataError("a line must hold one JSON object", file=name, line=k + 1, expected="{...}")
+        if lone_surrogate(lines[k], obj):
+            raise DataError(LONE_SURROGATE, file=name, line=k + 1, expected="text that is valid Unicode")
         rows.append(obj)
         line_no.append(k + 1)
     line_of = np.array(line_no, dtype=np.int64)
-    return _rows_table(rows, name, line_of), (lambda r: int(line_of[r]))
+    return _rows_table(rows, name, line_of, kept), (lambda r: int(line_of[r]))
 
 
-def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | None) -> pa.Table:
+def _rows_table(
+    rows: list[dict[str, Any]], name: str, line_of: np.ndarray | None, kept: tuple[str, ...] = _KEPT
+) -> pa.Table:
     """Parsed objects to a table: vote columns as strings; an optional column whose values
     Arrow cannot type as one (say numbers and words in ``weight``) is kept as strings, so that
     `Votes.from_table` names the offending row exactly as it does for CSV. Every object must
@@ -340,7 +419,7 @@ def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | Non
                     expected=EXPECTED,
                 )
     cols = {}
-    for col in _KEPT:
+    for col in kept:
         if any(col in obj for obj in rows):
             vals = [obj.get(col) for obj in rows]
             if col in _STRING_COLS:  # a list/object/boolean model or outcome is junk (judge, category: text)
@@ -360,15 +439,17 @@ def _rows_table(rows: list[dict[str, Any]], name: str, line_of: np.ndarray | Non
             else:
                 try:
                     cols[col] = pa.array(vals)
-                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):  # OverflowError: past 64 bits
+                    cols[col] = pa.array([None if v is None else str(v) for v in vals], pa.string())
+                if pa.types.is_nested(cols[col].type):  # lists or objects: text, refused by Votes naming the row
                     cols[col] = pa.array([None if v is None else str(v) for v in vals], pa.string())
     return pa.table(cols)
 
 
-def _stringify(table: pa.Table) -> pa.Table | None:
+def _stringify(table: pa.Table, kept: tuple[str, ...] = _KEPT) -> pa.Table | None:
     """Model/winner/judge/category columns as strings (JSON may give numbers); None when one
     of them holds non-scalar values (lists, objects) that Arrow cannot cast to a string."""
-    table = table.select([c for c in table.column_names if c in _KEPT])
+    table = table.select([c for c in table.column_names if c in kept])
     for c in _STRING_COLS:
         if c in table.column_names and not pa.types.is_string(table[c].type):
             try:
@@ -379,17 +460,11 @@ def _stringify(table: pa.Table) -> pa.Table | None:
 
 
 # ---- Parquet -------------------------------------------------------------------------------
-def _read_parquet(raw: bytes, name: str) -> pa.Table:
-    check_parquet_size(raw, name)
-    try:
-        table = pq.read_table(io.BytesIO(raw))
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise DataError(
-            f"not a readable Parquet file ({str(exc).splitlines()[0]})", file=name, expected="a Parquet file"
-        ) from None
+def _read_parquet(raw: bytes, name: str, kept: tuple[str, ...] = _KEPT) -> pa.Table:
+    table = read_parquet(raw, name)  # bounded before anything is decompressed or decoded
     missing = _missing(table.column_names)
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)}", file=name, expected=EXPECTED)
-    table = table.select([c for c in table.column_names if c in _KEPT])
-    check_flat_columns(table, name, {c: f"{c} as scalar values (strings or numbers)" for c in _KEPT})
+    table = table.select([c for c in table.column_names if c in kept])
+    check_flat_columns(table, name, {c: f"{c} as scalar values (strings or numbers)" for c in kept})
     return table

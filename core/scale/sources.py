@@ -12,12 +12,11 @@ file's lines.
 from __future__ import annotations
 
 import glob
-import gzip
-import io
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 import numpy as np
 import pyarrow as pa
@@ -25,7 +24,7 @@ import pyarrow as pa
 from core.data import Run
 from core.errors import DataError
 from core.io import read_runs, sniff_format
-from core.io._common import max_expanded_bytes
+from core.io._common import ExpansionGuard, iter_gunzip
 
 #: bytes of text parsed per chunk (about 1M TREC rows)
 CHUNK_BYTES = 32 << 20
@@ -104,7 +103,8 @@ def iter_chunks(spec: str, *, duplicates: str = "error", chunk_bytes: int = CHUN
     for path in files:
         with path.open("rb") as fh:
             head = fh.read(4)
-        if head == b"PAR1" or path.suffix.lower() in (".parquet", ".pq"):
+        # the content decides, as in memory (an empty .parquet is refused as Parquet)
+        if head == b"PAR1" or (not head and path.suffix.lower() in (".parquet", ".pq")):
             chunks = _parquet_chunks(path, duplicates)
         else:
             chunks = _text_chunks(path, duplicates, chunk_bytes)
@@ -121,34 +121,39 @@ def iter_chunks(spec: str, *, duplicates: str = "error", chunk_bytes: int = CHUN
 # Text
 # ---------------------------------------------------------------------------------------
 def _blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
-    """Blocks of whole lines (``(bytes, bytes consumed from the file)``); gzip decompressed as
-    a stream within `max_expanded_bytes` (refused naming the compressed file, ``x.trec.gz``)."""
+    """Blocks of whole lines of about ``chunk_bytes`` (``(bytes, bytes consumed from the
+    file)``); the last line may lack its newline. gzip is decompressed as a stream
+    (`core.io._common.iter_gunzip`) within the limit and ratio every decompression shares
+    (`ExpansionGuard`: refused naming the compressed file, ``x.trec.gz``). A line is gathered
+    piece by piece, never copied again per piece."""
     with path.open("rb") as raw_fh:
         gz = raw_fh.read(2) == _GZIP_MAGIC
         raw_fh.seek(0)
-        fh: io.BufferedIOBase = gzip.GzipFile(fileobj=raw_fh) if gz else raw_fh
-        limit = max_expanded_bytes() if gz else None
-        carry, expanded = b"", 0
-        while True:
-            block = fh.read(chunk_bytes)
-            expanded += len(block)
-            if limit is not None and expanded > limit:
-                raise DataError(
-                    f"expands beyond {limit / 2**20:g} MB",
-                    file=path.name,
-                    expected="a smaller file, or a larger --max-expanded-mb",
-                )
-            if not block:
-                if carry:
-                    yield carry, raw_fh.tell()
-                return
-            data = carry + block
-            cut = data.rfind(b"\n")
+        pieces = iter_gunzip(raw_fh, path.name, ExpansionGuard(path.name)) if gz else _pieces(raw_fh, chunk_bytes)
+        lines: list[bytes] = []  # whole lines not yielded yet
+        tail: list[bytes] = []  # the line being read: no newline in it yet
+        size = 0
+        for piece in pieces:
+            cut = piece.rfind(b"\n")
             if cut < 0:
-                carry = data
+                tail.append(piece)
                 continue
-            carry = data[cut + 1 :]
-            yield data[: cut + 1], raw_fh.tell()
+            lines.extend(tail)
+            lines.append(piece[: cut + 1])
+            size += sum(len(t) for t in tail) + cut + 1
+            tail = [piece[cut + 1 :]] if cut + 1 < len(piece) else []
+            if size >= chunk_bytes:
+                yield b"".join(lines), raw_fh.tell()
+                lines, size = [], 0
+        if lines:
+            yield b"".join(lines), raw_fh.tell()
+        if tail:
+            yield b"".join(tail), raw_fh.tell()
+
+
+def _pieces(fh: IO[bytes], size: int) -> Iterator[bytes]:
+    while piece := fh.read(size):
+        yield piece
 
 
 def row_lines(data: bytes, header: int) -> np.ndarray:
@@ -198,6 +203,7 @@ def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chun
     kind = ""
     offset = 0  # file lines before the current block
     before = 0
+    rows_seen = False
     for number, (block, consumed) in enumerate(text_blocks(path, chunk_bytes)):
         delta, before = consumed - before, consumed
         if number == 0:
@@ -207,12 +213,15 @@ def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chun
         lines_in_block = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
         data = block if number == 0 or not header else header + block
         head_lines = 1 if header else 0
-        if not block.strip():
+        if _blank(block):
             offset += lines_in_block
             yield Chunk([], [], delta)
             continue
         if number == 0 and header and not block[len(header) :].strip():
-            raise DataError("the file has no data rows", file=display, expected="at least one result")
+            offset += lines_in_block  # the header alone (a last line without its newline comes next)
+            yield Chunk([], [], delta)
+            continue
+        rows_seen = True
         shift = offset - (head_lines if number else 0)
         try:
             runs = read_runs(data, filename=display, fmt=kind, duplicates=duplicates)
@@ -222,6 +231,8 @@ def _text_chunks(path: Path, duplicates: str, chunk_bytes: int) -> Iterator[Chun
         lines = [rows if len(runs) == 1 and len(r) == len(rows) else np.zeros(len(r), np.int64) for r in runs]
         yield Chunk(runs, lines, delta)
         offset += lines_in_block
+    if header and not rows_seen:
+        raise DataError("the file has no data rows", file=display, expected="at least one result")
 
 
 def text_blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
@@ -263,6 +274,20 @@ def text_blocks(path: Path, chunk_bytes: int) -> Iterator[tuple[bytes, int]]:
         yield carry, consumed
 
 
+def _blank(block: bytes) -> bool:
+    """Whether a block holds only whitespace as the readers see it (Python's: U+2028 and the
+    other Unicode spaces too, which a JSONL reader skips as a blank line). Non-ASCII text is
+    decoded only when the block starts with it, a prefix first."""
+    stripped = block.strip()
+    if not stripped:
+        return True
+    if stripped[0] < 0x80:
+        return False
+    if stripped[:64].decode("utf-8", "ignore").strip():
+        return False
+    return not stripped.decode("utf-8", "replace").strip()
+
+
 def _shift_lines(exc: DataError, shift: int, display: str) -> DataError:
     if exc.lines:
         return DataError(exc.message, file=display, lines=tuple(n + shift for n in exc.lines), expected=exc.expected)
@@ -277,13 +302,12 @@ def _parquet_chunks(path: Path, duplicates: str) -> Iterator[Chunk]:
 
     display = path.name
     try:
-        pf = pq.ParquetFile(str(path))
-    except (pa.ArrowInvalid, OSError) as exc:
+        total = max(pq.ParquetFile(str(path)).metadata.num_rows, 1)
+    except (pa.ArrowException, OSError, ValueError) as exc:  # ValueError: a footer's name that is not UTF-8
         raise DataError(f"not a readable Parquet file ({exc})", file=display) from None
     size = path.stat().st_size
-    total = max(pf.metadata.num_rows, 1)
     done = 0
-    for batch in pf.iter_batches(batch_size=PARQUET_BATCH_ROWS):
+    for batch in parquet_batches(path):
         sink = pa.BufferOutputStream()
         pq.write_table(pa.Table.from_batches([batch]), sink, compression="none")
         try:
@@ -299,6 +323,15 @@ def _parquet_chunks(path: Path, duplicates: str) -> Iterator[Chunk]:
         before = size * done // total
         done += batch.num_rows
         yield Chunk(runs, lines, size * done // total - before)
+
+
+def parquet_batches(path: Path) -> Iterator[pa.RecordBatch]:
+    """The record batches of a Parquet file, read as hostile input like the memory engine reads
+    it (`core.io._parquet.iter_batches`: pages and decoded size bounded before anything is
+    decompressed, every batch counted within the limit and ratio of `ExpansionGuard`)."""
+    from core.io import _parquet
+
+    return _parquet.iter_batches(path, path.name, ExpansionGuard(path.name), PARQUET_BATCH_ROWS)
 
 
 def file_size(spec: str) -> int:

@@ -30,7 +30,7 @@ from core.bt.counts import Aggregated
 from core.data import Votes
 from core.errors import DataError
 from core.io import read_votes
-from core.scale.sources import CHUNK_BYTES, PARQUET_BATCH_ROWS, display_name, text_blocks
+from core.scale.sources import CHUNK_BYTES, display_name, parquet_batches, text_blocks
 
 _SHIFT = np.int64(32)
 
@@ -41,7 +41,8 @@ def iter_vote_chunks(path: str | Path, chunk_bytes: int = CHUNK_BYTES) -> Iterat
     path = Path(path)
     with path.open("rb") as fh:
         head = fh.read(4)
-    if head == b"PAR1" or path.suffix.lower() in (".parquet", ".pq"):
+    # the content decides, as in memory (an empty .parquet is refused as Parquet)
+    if head == b"PAR1" or (not head and path.suffix.lower() in (".parquet", ".pq")):
         yield from _parquet_votes(path)
         return
     display = display_name(path)
@@ -76,7 +77,7 @@ def _parquet_votes(path: Path) -> Iterator[Votes]:
     import pyarrow.parquet as pq
 
     done = 0
-    for batch in pq.ParquetFile(str(path)).iter_batches(batch_size=PARQUET_BATCH_ROWS):
+    for batch in parquet_batches(path):
         sink = pa.BufferOutputStream()
         pq.write_table(pa.Table.from_batches([batch]), sink, compression="none")
         try:
@@ -84,6 +85,8 @@ def _parquet_votes(path: Path) -> Iterator[Votes]:
         except DataError as exc:
             raise DataError(f"(from row {done + 1}) {exc.message}", file=path.name, expected=exc.expected) from None
         done += batch.num_rows
+    if not done:  # a file without rows: the memory reader's refusal
+        raise DataError("no votes in the file", file=path.name, expected="at least one vote")
 
 
 def _timestamps(votes: Votes) -> np.ndarray:

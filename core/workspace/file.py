@@ -19,9 +19,12 @@ Reading treats the file as hostile (`read_manifest`, `load_workspace`): a file t
 zip or not this format, more than `MAX_MEMBERS` members or a member list beyond
 `MAX_DIRECTORY_BYTES` (checked in the zip's end record before `zipfile` parses the list), a
 member path that is absolute,
-holds ``..`` or a backslash, or repeats, members expanding past
+holds ``..`` or a backslash, or repeats, a member compressed otherwise than RankLens writes it
+(stored or deflated: bzip2 and LZMA are expanded a block at once by zipfile, so they are refused
+unread), members expanding past
 `core.io._common.max_expanded_bytes` in total (declared sizes, then the bytes actually read)
-or more than `core.io._common.MAX_RATIO` times past 256 MB, an unknown kind, a newer format
+or more than `core.io._common.MAX_RATIO` times past 256 MB (a member's Parquet too, pages and
+decoded columns: `core.io._parquet`), an unknown kind, a newer format
 version (the message names both versions), a member whose SHA-256 or content digest differs
 from the manifest, a table of the wrong shape and every dataset's own validation (`Run`,
 `Qrels`, `Votes` constructors) each raise one `DataError` naming the file. Round trips are
@@ -59,9 +62,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from core.data import DUPLICATES_DROPPED, Qrels, Run, Votes, as_numpy
+from core.data import DUPLICATES_DROPPED, VOTE_RESPONSES, VOTE_STYLE_COUNTS, Qrels, Run, Votes, as_numpy
 from core.errors import DataError, redact_credentials
-from core.io._common import MAX_EXPANDED_ENV, MAX_RATIO, json_nesting_exceeds, max_expanded_bytes
+from core.io._common import MAX_EXPANDED_ENV, ExpansionGuard, json_nesting_exceeds, max_expanded_bytes
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.workspace import KINDS, Workspace
 
@@ -82,8 +85,12 @@ MAX_MANIFEST_BYTES = 16 << 20
 MAX_MANIFEST_DEPTH = 64
 #: the longest dataset name, note or source kept in a manifest, in characters
 MAX_TEXT = 4096
-_RATIO_FLOOR = 256 << 20
 _CHUNK = 1 << 20
+#: the compression methods a member may use: what `save_workspace` writes (stored Parquet, a
+#: deflated manifest), both read in bounded steps. zipfile expands a bzip2 or LZMA member a
+#: whole block at a time, before any size could be checked: such members are refused unread.
+_METHODS = {zipfile.ZIP_STORED: "stored", zipfile.ZIP_DEFLATED: "deflated"}
+_METHOD_NAMES = {zipfile.ZIP_BZIP2: "bzip2", zipfile.ZIP_LZMA: "LZMA", 9: "Deflate64", 93: "Zstandard", 95: "XZ"}
 _MEMBER = re.compile(r"^data/[0-9]{3,6}-[a-z]+\.parquet$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -109,6 +116,8 @@ _OPTIONAL: dict[str, dict[str, pa.DataType]] = {
         "category": pa.string(),
         "timestamp": pa.timestamp("us", tz="UTC"),
         "weight": pa.float64(),
+        **dict.fromkeys(VOTE_STYLE_COUNTS, pa.int64()),  # style control's counts and texts (core.bt.style)
+        **dict.fromkeys(VOTE_RESPONSES, pa.string()),
     },
 }
 #: columns that may hold nulls (a corpus query without first-stage scores)
@@ -528,7 +537,8 @@ def _check_directory(stream: Any, name: str) -> None:
 
 
 def _check_members(archive: zipfile.ZipFile, name: str) -> None:
-    """Refuse too many members, unsafe or repeated paths and too much declared data."""
+    """Refuse too many members, unsafe or repeated paths, compression methods RankLens does not
+    write (`_METHODS`) and too much declared data: all before a member is read."""
     infos = archive.infolist()
     if len(infos) > MAX_MEMBERS:
         raise DataError(f"the archive holds {len(infos):,} members", file=name, expected=f"at most {MAX_MEMBERS:,}")
@@ -554,6 +564,19 @@ def _check_members(archive: zipfile.ZipFile, name: str) -> None:
             )
         if member in seen:
             raise DataError(f"member {member!r} appears twice", file=name, expected="each member once")
+        if info.compress_type not in _METHODS:
+            method = _METHOD_NAMES.get(info.compress_type, f"method {info.compress_type}")
+            raise DataError(
+                f"member {member[:200]!r} is compressed with {method}; RankLens writes stored or deflated members",
+                file=name,
+                expected="a workspace file written by RankLens (refused unread as a possible decompression bomb)",
+            )
+        if info.compress_type == zipfile.ZIP_STORED and info.compress_size != info.file_size:
+            raise DataError(
+                f"member {member[:200]!r} is stored in {info.compress_size:,} bytes but declares {info.file_size:,}",
+                file=name,
+                expected="a stored member as long as it declares",
+            )
         seen.add(member)
         total += info.file_size
     if total > limit:
@@ -567,8 +590,10 @@ def _check_members(archive: zipfile.ZipFile, name: str) -> None:
 
 
 def _read_member(archive: zipfile.ZipFile, member: str, name: str, limit: int) -> bytes:
-    """A member's bytes, refusing more than ``limit`` bytes (or the declared size), an
-    expansion beyond `MAX_RATIO` past 256 MB without an explicit limit, and a bad CRC."""
+    """A member's bytes, read in steps of `_CHUNK` (deflate is decompressed step by step; other
+    methods were refused by `_check_members`), refusing more than ``limit`` bytes (or the
+    declared size), an expansion beyond `core.io._common.MAX_RATIO` past 256 MB without an
+    explicit limit (`ExpansionGuard`) and a bad CRC."""
     try:
         info = archive.getinfo(member)
     except KeyError:
@@ -579,24 +604,22 @@ def _read_member(archive: zipfile.ZipFile, member: str, name: str, limit: int) -
             file=name,
             expected=f"at most {round(limit / (1 << 20), 2):g} MB once decompressed",
         )
-    guard_ratio = not os.environ.get(MAX_EXPANDED_ENV, "").strip()
+    if info.compress_type not in _METHODS:  # _check_members refused it already: never expanded here
+        raise DataError(f"member {member!r} uses a compression RankLens does not write", file=name)
+    guard = ExpansionGuard(name, what=f"member {member!r} ")
+    guard.limit = limit
     out = bytearray()
     try:
         with archive.open(info) as fh:
+            guard.add(0, max(info.compress_size, 1))
             while True:
                 piece = fh.read(_CHUNK)
                 if not piece:
                     break
                 out += piece
-                if len(out) > min(limit, info.file_size):
+                if len(out) > info.file_size:
                     raise DataError(f"member {member!r} holds more than it declares", file=name)
-                if guard_ratio and len(out) > _RATIO_FLOOR and len(out) > MAX_RATIO * max(info.compress_size, 1):
-                    raise DataError(
-                        f"member {member!r} expands more than {MAX_RATIO} times; refused as a possible "
-                        "decompression bomb",
-                        file=name,
-                        expected=f"real data (set {MAX_EXPANDED_ENV} or --max-expanded-mb to accept it anyway)",
-                    )
+                guard.add(len(piece))
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, NotImplementedError, RuntimeError) as exc:
         raise DataError(f"member {member!r} is damaged ({exc})", file=name) from None
     except zlib.error as exc:
@@ -831,18 +854,7 @@ def load_workspace(source: WorkspaceSource, *, filename: str | None = None) -> W
                 )
             if raw[:4] != b"PAR1":
                 raise DataError(f"{record.kind} {record.name!r}: {record.file} is not Parquet", file=name)
-            try:
-                parquet = pq.ParquetFile(pa.BufferReader(raw))
-                declared = sum(parquet.metadata.row_group(i).total_byte_size for i in range(parquet.num_row_groups))
-                if declared > limit:
-                    raise DataError(
-                        f"{record.kind} {record.name!r} declares {round(declared / (1 << 20), 2):g} MB uncompressed, "
-                        "beyond the limit",
-                        file=name,
-                    )
-                table = parquet.read()
-            except (pa.ArrowException, OSError) as exc:
-                raise DataError(f"{record.kind} {record.name!r}: unreadable Parquet ({exc})", file=name) from None
+            table = _read_table(raw, record, name)
             table = table.replace_schema_metadata(None)
             _check_table(record, table, name)
             table = _canonical(record.kind, table)
@@ -865,6 +877,20 @@ def load_workspace(source: WorkspaceSource, *, filename: str | None = None) -> W
                 auto=auto,
             )
     return WorkspaceFile(ws, manifest, tuple((r.kind, r.name) for r in left_out))
+
+
+def _read_table(raw: bytes, record: DatasetRecord, name: str) -> pa.Table:
+    """A member's Parquet table, read as hostile input (`core.io._parquet`: pages and decoded
+    size bounded before anything is decompressed, within the limit and ratio of
+    `ExpansionGuard`, the member's size as what was consumed)."""
+    from core.io import _parquet
+
+    what = f"{record.kind} {record.name!r} ({record.file}) "
+    try:
+        return _parquet.read_table(raw, name, ExpansionGuard(name, what=what))
+    except DataError as exc:
+        message = exc.message if exc.message.startswith(what) else what + exc.message
+        raise DataError(message.replace("not a readable Parquet file", "unreadable Parquet"), file=name) from None
 
 
 def _restored(manifest: Manifest) -> tuple[list[DatasetRecord], list[DatasetRecord]]:
