@@ -23,6 +23,23 @@ as LMArena's view without both-bad votes, in every engine and for ``--workspace`
 (`core.data.Votes.filter` / `core.scale.votes.aggregate_votes`); by default they count as ties
 (FastChat). When set, the footer says so (a ``note:`` line on stderr outside the table format).
 
+``--style-control [--style-features length,markdown]``: also the style-controlled board
+(`core.bt.style`, LMArena's "style control" as FastChat computes it: ratings controlled for
+response length and markdown, ties as half, penalty 0.5 on log10-unit ratings and
+coefficients), with ``--intervals bootstrap|sandwich``, ``--bootstrap``, ``--seed``, ``--ci``,
+``--anchor``, ``--scale/--base/--init`` as for the raw board (``--l2`` and ``--min-votes`` apply
+to the raw board only). The votes are read with their style columns (count columns, else the
+texts ``response_a/b``); ``--ties davidson`` and ``--half-life`` are refused with it, and so is
+``--engine stream`` (cells cannot carry per-battle features: style control reads the votes in
+memory, which is also the default engine then). Output with ``--style-control``: JSON is an
+object ``{"board": [the rows above], "style_controlled": {model: {rating, low, high, rank_ub,
+rank_change}}, "style_coefficients": {feature: {value, low, high, mean, std, constant,
+source}}, "token_source", "reg", "battles", "intervals", "ci", "bootstrap", "seed"}`` (without
+it, the list of rows as before); the table, Markdown and LaTeX show the raw board, then the
+style-controlled board and the coefficients; CSV is two tables separated by one blank line: one
+row per model (the raw columns, then ``style_rating, style_low, style_high, style_rank_ub,
+style_rank_change``), then the coefficients.
+
 ``--l2``: ``auto`` (default: no penalty when the maximum-likelihood ratings exist, ridge
 ``core.bt.AUTO_L2`` when they do not, stated in a warning), a ridge ``> 0``, or ``0`` for no
 penalty at all. ``--scale``, ``--base``, ``--init``: ratings are ``scale * s / ln(base) +
@@ -41,6 +58,7 @@ from core.cli import emit_table
 if TYPE_CHECKING:
     from core.bt import L2Option, Leaderboard, TimeEstimate
     from core.bt.counts import Aggregated
+    from core.bt.style import StyleBoard
     from core.data import Votes
 
 #: bytes of votes file read per chunk by ``--engine stream`` (`core.scale.votes.aggregate_votes`):
@@ -122,6 +140,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "else stream (said on stderr)",
     )
     parser.add_argument(
+        "--style-control",
+        action="store_true",
+        help="also rate the models controlled for style (response length and markdown: LMArena's style control); "
+        "needs count columns (a_tokens, b_tokens, a_headers, ...) or the texts response_a, response_b",
+    )
+    parser.add_argument(
+        "--style-features",
+        default="length,markdown",
+        metavar="LIST",
+        help="with --style-control: the features controlled for, comma-separated: length, markdown (= headers, "
+        "lists, bold), headers, lists, bold (default length,markdown)",
+    )
+    parser.add_argument(
         "--format",
         choices=["json", "csv", "table", "markdown", "latex"],
         default="table",
@@ -140,6 +171,8 @@ def run(args: argparse.Namespace) -> int:
         raise DataError(f"--bootstrap {args.bootstrap} must be at least 1", expected="a positive number of rounds")
     if (args.votes is None) == (args.workspace is None):
         raise DataError("leaderboard needs a VOTES file or --workspace FILE (one of them)")
+    style = bool(getattr(args, "style_control", False))
+    features = _style_checks(args) if style else ()
     options = {
         "ties": args.ties,
         "l2": args.l2,
@@ -163,7 +196,11 @@ def run(args: argparse.Namespace) -> int:
             raise RankLensError(f"--engine {args.engine} reads a votes file: a --workspace is rated in memory")
         wf = open_workspace(args.workspace)
         votes = wf.workspace.get("votes", choose(wf, "votes", "sel_votes", "lb_votes"))
-        lb = bt.leaderboard(_kept(args, votes), half_life_days=args.half_life, **options)
+        votes = _kept(args, votes)
+        lb = bt.leaderboard(votes, half_life_days=args.half_life, **options)
+    elif style:
+        votes = _kept(args, read_votes(args.votes, style=True))
+        lb = bt.leaderboard(votes, half_life_days=args.half_life, **options)
     elif _engine(args) == "stream":
         bt.check_options(args.intervals, args.ci)  # before reading the whole file
         lb = bt.leaderboard_from_cells(_streamed(args), source=display_name(Path(args.votes)), **options)
@@ -174,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"{label}: {d.message}", file=sys.stderr)
     if not lb.ok:
         return 1
+    if style:
+        return _emit_style(args, lb, _style_board(args, votes, lb, features))
     if args.format in ("markdown", "latex"):
         from core.reports import export
 
@@ -189,6 +228,102 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args)):
             print(f"note: {line}", file=sys.stderr)
+    return 0
+
+
+def _style_checks(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--style-features`` parsed; the options style control cannot take refused, saying why."""
+    from core.bt.style import parse_features
+    from core.errors import RankLensError
+
+    if args.ties == "davidson":
+        raise RankLensError(
+            "--style-control fits ties as half a win and half a loss (FastChat's rule): --ties davidson does not "
+            "apply to it; drop --ties davidson"
+        )
+    if args.half_life is not None:
+        raise RankLensError("--half-life is not available with --style-control (FastChat's style control has no decay)")
+    if getattr(args, "engine", None) == "stream":
+        raise RankLensError(
+            "--engine stream aggregates the votes into (a, b, outcome) cells, which cannot carry per-battle style "
+            "features: style control reads the votes in memory (drop --engine stream)"
+        )
+    return parse_features(args.style_features)
+
+
+def _style_board(args: argparse.Namespace, votes: Votes, lb: Leaderboard, features: tuple[str, ...]) -> StyleBoard:
+    """The style-controlled board of ``votes`` with the CLI's options, rank changes against ``lb``."""
+    from core.bt.style import style_board
+
+    raw = {str(m): int(k) for m, k in zip(lb.table["model"], lb.table["rank_ub"], strict=True)}
+    sb = style_board(
+        votes,
+        features=features,
+        intervals=args.intervals,
+        rounds=args.bootstrap,
+        seed=args.seed,
+        ci=args.ci,
+        scale=args.scale,
+        base=args.base,
+        init=args.init,
+        anchor=args.anchor,
+        anchor_rating=args.anchor_rating,
+        raw_rank_ub=raw,
+    )
+    for message in sb.warnings:
+        print(f"warning: {message}", file=sys.stderr)
+    return sb
+
+
+def style_payload(lb: Leaderboard, sb: StyleBoard) -> dict[str, object]:
+    """The JSON document of ``leaderboard --style-control`` (see the module docstring)."""
+    return {
+        "board": lb.records(),
+        "style_controlled": sb.controlled(),
+        "style_coefficients": sb.coefficients(),
+        "token_source": sb.features.token_source,
+        "reg": sb.reg,
+        "battles": sb.battles,
+        "intervals": sb.method,
+        "ci": sb.ci,
+        "bootstrap": sb.rounds if sb.method == "bootstrap" else None,
+        "seed": sb.seed,
+    }
+
+
+def _emit_style(args: argparse.Namespace, lb: Leaderboard, sb: StyleBoard) -> int:
+    """Both boards and the coefficients in ``--format``; the footer as with the raw board."""
+    from core import bt
+    from core.reports import export
+
+    notes = footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args))
+    if args.format in ("markdown", "latex"):
+        if args.format == "markdown":
+            sys.stdout.write(export.leaderboard_markdown(lb, seed=args.seed) + "\n" + export.style_markdown(sb))
+        else:
+            sys.stdout.write(export.leaderboard_latex(lb, seed=args.seed) + "\n" + export.style_latex(sb))
+    elif args.format == "json":
+        emit_table(lb.table[bt.TABLE_COLUMNS], "json", json_payload=style_payload(lb, sb))
+    else:
+        board, coefs = export.style_frames(sb)
+        if args.format == "csv":
+            joined = lb.table[bt.TABLE_COLUMNS].merge(
+                board.rename(columns={c: f"style_{c}" for c in board.columns if c != "model"}), on="model", how="left"
+            )
+            emit_table(joined, "csv")
+            sys.stdout.write("\n")
+            emit_table(coefs, "csv")
+        else:
+            emit_table(lb.table[bt.TABLE_COLUMNS].copy(), "table")
+            print("\nStyle-controlled:")
+            emit_table(board, "table")
+            print("\nStyle coefficients:")
+            emit_table(coefs, "table")
+            print("\n".join(notes))
+            print(f"Style control: {export.style_caption(sb)}")
+            return 0
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     return 0
 
 

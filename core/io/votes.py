@@ -89,9 +89,7 @@ def _canonical_style(table: pa.Table, name: str) -> pa.Table:
     for alias, canon in VOTE_STYLE_ALIASES.items():
         if alias in names:
             if canon in names:
-                raise DataError(
-                    f"both {canon} and {alias} are given", file=name, expected="one column per count"
-                )
+                raise DataError(f"both {canon} and {alias} are given", file=name, expected="one column per count")
             names[names.index(alias)] = canon
     return table.rename_columns(names) if names != table.column_names else table
 
@@ -311,9 +309,7 @@ def _csv_error(raw: bytes, name: str, delimiter: str, n_cols: int, exc: Exceptio
 
 
 # ---- JSON lines ----------------------------------------------------------------------------
-def _read_jsonl(
-    raw: bytes, name: str, kept: tuple[str, ...] = _KEPT
-) -> tuple[pa.Table, Callable[[int], int] | None]:
+def _read_jsonl(raw: bytes, name: str, kept: tuple[str, ...] = _KEPT) -> tuple[pa.Table, Callable[[int], int] | None]:
     """A JSON array, or JSON lines read by one of two readers with one contract.
 
     Arrow's reader (`_arrow_jsonl`, fast) takes files it can type as one table with the

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from core.bt import TABLE_COLUMNS, Leaderboard
+from core.bt.style import StyleBoard
 from core.intervals import RunIntervals
 from core.io.outputs import frame_to_csv
 from core.stats import FRAGILE, PairwiseTests, run_letter
@@ -482,3 +483,115 @@ def leaderboard_json(lb: Leaderboard, *, seed: int | None = None) -> str:
         "models": [{**rec, "provisional": bool(p)} for rec, p in zip(records, provisional, strict=True)],
     }
     return json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---- style control (core.bt.style) ----------------------------------------------------------
+def style_caption(sb: StyleBoard) -> str:
+    """What the style-controlled board is: features, intervals, penalty, battles, token source."""
+    how = (
+        f"{sb.ci:.0%} bootstrap percentile intervals ({sb.rounds:,} rounds, seed {sb.seed})"
+        if sb.method == "bootstrap"
+        else f"{sb.ci:.0%} sandwich (robust) intervals"
+    )
+    tokens = f"; tokens from {sb.features.token_source}" if sb.features.token_source else ""
+    return (
+        f"Style-controlled Bradley-Terry ratings (controlling for {', '.join(sb.features.names) or 'nothing'}) "
+        f"with {how}; {sb.battles:,} battles, ties as half, penalty lambda = {sb.reg:g}{tokens}. "
+        "Rank change: the raw board's Rank (UB) minus this one (positive = moved up). "
+        "Coefficients: change in the log-odds of winning per standard deviation of the feature."
+    )
+
+
+def style_frames(sb: StyleBoard) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The style-controlled board (model, rating, low, high, rank_ub, rank_change; best first)
+    and the coefficients (feature, value, low, high, mean, std, constant, source)."""
+    board = pd.DataFrame(
+        [{"model": m, **row} for m, row in sb.controlled().items()],
+        columns=["model", "rating", "low", "high", "rank_ub", "rank_change"],
+    )
+    board["rank_change"] = pd.array(board["rank_change"].tolist(), dtype="Int64")
+    coefs = pd.DataFrame(
+        [{"feature": f, **row} for f, row in sb.coefficients().items()],
+        columns=["feature", "value", "low", "high", "mean", "std", "constant", "source"],
+    )
+    return board, coefs
+
+
+def _change(value: Any) -> str:
+    if value is None or value is pd.NA:
+        return MISSING
+    return f"+{value}" if value > 0 else str(value)
+
+
+def style_markdown(sb: StyleBoard, *, digits: int = 1) -> str:
+    """The style-controlled board and its coefficients as two Markdown tables and a caption."""
+    board, coefs = style_frames(sb)
+    level = f"{sb.ci:.0%} CI"
+    lines = [
+        f"| Rank (UB) | Model | Style-controlled rating | {level} | Rank change |",
+        "| --: | :-- | --: | :-: | --: |",
+    ]
+    lines += [
+        f"| {r.rank_ub} | {escape_markdown(str(r.model))} | {_number(r.rating, digits)} | "
+        f"{_interval(r.low, r.high, digits)} | {_change(r.rank_change)} |"
+        for r in board.itertuples(index=False)
+    ]
+    lines += [
+        "",
+        f"| Feature | Coefficient | {level} | Mean | Std | Constant | Source |",
+        "| :-- | --: | :-: | --: | --: | :-: | :-- |",
+    ]
+    lines += [
+        f"| {c.feature} | {_number(c.value, 4)} | {_interval(c.low, c.high, 4)} | {c.mean:.6g} | {c.std:.6g} | "
+        f"{'yes' if c.constant else 'no'} | {c.source} |"
+        for c in coefs.itertuples(index=False)
+    ]
+    return "\n".join(lines) + f"\n\n*{escape_markdown(style_caption(sb))}*\n"
+
+
+def style_latex(sb: StyleBoard, *, digits: int = 1, label: str = "tab:ranklens-style") -> str:
+    """The style-controlled board and its coefficients as a LaTeX ``table`` with two booktabs
+    ``tabular`` blocks and a caption."""
+    board, coefs = style_frames(sb)
+    level = escape_latex(f"{sb.ci:.0%}")
+    body = [
+        " & ".join(
+            [
+                str(r.rank_ub),
+                escape_latex(str(r.model)),
+                _number(r.rating, digits),
+                _interval(r.low, r.high, digits),
+                _change(r.rank_change),
+            ]
+        ).replace(MISSING, "---")
+        + r" \\"
+        for r in board.itertuples(index=False)
+    ]
+    coef_rows = [
+        " & ".join([c.feature, _number(c.value, 4), _interval(c.low, c.high, 4), "yes" if c.constant else "no"])
+        + r" \\"
+        for c in coefs.itertuples(index=False)
+    ]
+    lines = [
+        r"\begin{table}[t]",
+        r"\centering",
+        r"\caption{" + escape_latex(style_caption(sb)) + "}",
+        r"\label{" + escape_latex(label) + "}",
+        r"\begin{tabular}{rlrcr}",
+        r"\toprule",
+        r"Rank (UB) & Model & Rating & " + level + r" CI & Rank change \\",
+        r"\midrule",
+        *body,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\par\medskip",
+        r"\begin{tabular}{lrcc}",
+        r"\toprule",
+        r"Feature & Coefficient & " + level + r" CI & Constant \\",
+        r"\midrule",
+        *coef_rows,
+        r"\bottomrule",
+        r"\end{tabular}",
+        r"\end{table}",
+    ]
+    return "\n".join(lines) + "\n"
