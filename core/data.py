@@ -1132,8 +1132,10 @@ class Qrels(_QueryCoded):
         if rel.null_count:  # an empty grade (e.g. "q1,d1," in a CSV) is not a grade
             row = int(np.flatnonzero(pc.is_null(rel.combine_chunks()).to_numpy(zero_copy_only=False))[0])
             raise DataError("empty relevance grade", file=source, expected="an integer grade", rows=(row,))
+        if pa.types.is_binary(rel.type) or pa.types.is_large_binary(rel.type) or pa.types.is_nested(rel.type):
+            raise DataError(f"relevance holds {rel.type} values", file=source, expected="an integer grade", rows=(0,))
         if not pa.types.is_integer(rel.type):
-            values = rel.combine_chunks().to_numpy(zero_copy_only=False).astype(float)
+            values = _grades_as_floats(rel.combine_chunks().to_numpy(zero_copy_only=False), source)
             bad = ~np.isfinite(values) | (values != np.round(values)) | (np.abs(values) >= 2.0**63)  # int64's range
             if bad.any():
                 row = int(np.flatnonzero(bad)[0])
@@ -1362,6 +1364,25 @@ class VoteRowError(DataError):
     def __init__(self, message: str, *, row: int, file: str | None = None, expected: str | None = None):
         self.row = row
         super().__init__(message, file=file, expected=expected)
+
+
+def _grades_as_floats(values: np.ndarray, source: str | None) -> np.ndarray:
+    """Grades (numbers, or text of numbers) as float64; a value that is no number is a
+    `DataError` naming its row."""
+    try:
+        return values.astype(float)
+    except (TypeError, ValueError):
+        for row, value in enumerate(values):
+            try:
+                float(value)
+            except (TypeError, ValueError):
+                raise DataError(
+                    f"relevance {str(value)[:40]!r} is not an integer",
+                    file=source,
+                    expected="an integer grade",
+                    rows=(row,),
+                ) from None
+        raise
 
 
 def _first_true(mask: np.ndarray) -> int | None:

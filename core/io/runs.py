@@ -476,7 +476,9 @@ def _read_jsonl(raw: bytes, display: str, aliases: dict[str, str], required: tup
                     rows=(at,),
                     expected=f"a string (or integer) {c}",
                 )
-            frame[c] = frame[c].astype(str)
+            # each value's own text, from the records: the frame's column may have turned integers
+            # into floats beside a missing key (-1 -> "-1.0"); a missing key stays missing
+            frame[c] = pd.Series([None if (v := r.get(c)) is None else str(v) for r in records], dtype=object)
     for c in ("score", "rank", "relevance"):
         if c in frame.columns:
             flags = frame[c].map(type).isin((bool, np.bool_)).to_numpy()
