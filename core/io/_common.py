@@ -468,6 +468,18 @@ def _looks_trec(head: str) -> bool:
     return True
 
 
+def _brace_led_columns(head: str) -> bool:
+    """Whether a first line starting with ``{`` is whitespace-separated columns (a TREC run or
+    qrels line whose qid is ``{``: 4 or 6 fields) rather than a JSON object: it is not JSON."""
+    if len(head.split()) not in (4, 6):
+        return False
+    try:
+        json.loads(head)
+    except ValueError:
+        return True
+    return False
+
+
 def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
     """``trec``, ``csv``, ``tsv``, ``jsonl`` or ``parquet`` from ``fmt``, else the content,
     else the extension. The content wins over an extension it contradicts (a ``.csv`` whose
@@ -496,7 +508,7 @@ def sniff_format(raw: bytes, name: str, fmt: str | None = None) -> str:
         return "tsv"
     if ext == "csv" and ("," in head or not head):
         return "csv"  # what write_trec_run writes: its first qid may hold "," or start with "{"
-    if head.startswith("{"):
+    if head.startswith("{") and not _brace_led_columns(head):
         return "jsonl"
     if _looks_trec(head):  # a TREC line whose docid or tag holds a comma is still TREC
         return "trec"
