@@ -53,7 +53,9 @@ def max_expanded_bytes() -> int:
 
 
 def _mb(size: int) -> str:
-    return f"{round(size / (1 << 20), 2):g}"
+    """``size`` bytes in MB, two decimals (two significant digits below 0.01 MB: never "0" for data)."""
+    mb = size / (1 << 20)
+    return f"{round(mb, 2):g}" if mb >= 0.01 or size == 0 else f"{mb:.2g}"
 
 
 class ExpansionGuard:
