@@ -1460,8 +1460,11 @@ class Votes:
         *,
         source: str | None = None,
         meta: dict[str, Any] | None = None,
+        extra: Sequence[str] = (),
     ) -> Votes:
-        """Normalise types and winner labels, then validate (see the class docstring)."""
+        """Normalise types and winner labels, then validate (see the class docstring). ``extra``
+        names other columns of ``table`` to keep as text (trimmed, a missing value ``""``), such
+        as the column a leaderboard's boards are compared by (`core.bt.categories`)."""
         missing = [c for c in ("model_a", "model_b", "winner") if c not in table.column_names]
         if missing:
             raise DataError(
@@ -1510,8 +1513,8 @@ class Votes:
                     expected=WINNER_EXPECTED,
                 )
         cols["winner"] = pc.take(pa.array(WINNER_LABELS, pa.string()), pa.array(out))
-        for c in ("judge", "category"):
-            if c in table.column_names:
+        for c in ("judge", "category", *extra):
+            if c in table.column_names and c not in cols:
                 cols[c] = pc.fill_null(pc.utf8_trim_whitespace(_as_string(table[c])), "")
         if "timestamp" in table.column_names:
             try:

@@ -51,7 +51,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from core.cli import emit_table
 
@@ -153,6 +153,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "lists, bold), headers, lists, bold (default length,markdown)",
     )
     parser.add_argument(
+        "--by",
+        default=None,
+        metavar="COLUMN",
+        help="also one board per value of this votes column (category, judge, language...), each rated on that "
+        "value's votes alone, with each model's rank change against the overall board",
+    )
+    parser.add_argument(
+        "--min-category-votes",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --by: rate a value only with at least N votes (default 100); fewer are listed with their count",
+    )
+    parser.add_argument(
         "--format",
         choices=["json", "csv", "table", "markdown", "latex"],
         default="table",
@@ -172,6 +186,10 @@ def run(args: argparse.Namespace) -> int:
     if (args.votes is None) == (args.workspace is None):
         raise DataError("leaderboard needs a VOTES file or --workspace FILE (one of them)")
     style = bool(getattr(args, "style_control", False))
+    if getattr(args, "by", None) is not None:
+        _by_checks(args, style)
+    elif getattr(args, "min_category_votes", None) is not None:
+        raise RankLensError("--min-category-votes applies to --by COLUMN: add --by or drop it")
     features = _style_checks(args) if style else ()
     options = {
         "ties": args.ties,
@@ -197,7 +215,11 @@ def run(args: argparse.Namespace) -> int:
         wf = open_workspace(args.workspace)
         votes = wf.workspace.get("votes", choose(wf, "votes", "sel_votes", "lb_votes"))
         votes = _kept(args, votes)
+        if getattr(args, "by", None) is not None:
+            return _run_by(args, votes, options)
         lb = bt.leaderboard(votes, half_life_days=args.half_life, **options)
+    elif getattr(args, "by", None) is not None:
+        return _run_by(args, _kept(args, read_votes(args.votes, columns=(args.by,))), options)
     elif style:
         votes = _kept(args, read_votes(args.votes, style=True))
         lb = bt.leaderboard(votes, half_life_days=args.half_life, **options)
@@ -228,6 +250,78 @@ def run(args: argparse.Namespace) -> int:
     else:
         for line in footer(lb, args.seed, exclude_both_bad=_exclude_both_bad(args)):
             print(f"note: {line}", file=sys.stderr)
+    return 0
+
+
+#: columns ``--by`` cannot split the votes by: the vote itself, and numbers or texts per vote
+_NOT_BY = ("model_a", "model_b", "winner", "preference", "timestamp", "weight")
+
+
+def _by_checks(args: argparse.Namespace, style: bool) -> None:
+    """``--by``'s refusals, each saying why: with ``--style-control``, ``--engine stream`` or
+    ``--format latex``; a column that is no category of votes."""
+    from core.data import VOTE_STYLE, VOTE_STYLE_ALIASES
+    from core.errors import RankLensError
+
+    if style:
+        raise RankLensError(
+            "--by and --style-control are not combined yet: run one command with --by for the category boards and "
+            "one with --style-control for the style-controlled board"
+        )
+    if getattr(args, "engine", None) == "stream":
+        raise RankLensError("--by reads the votes in memory to split them by a column: drop --engine stream")
+    if args.format == "latex":
+        raise RankLensError("--by writes table, csv, json or markdown: --format latex is not available with it")
+    if args.by in _NOT_BY or args.by in VOTE_STYLE or args.by in VOTE_STYLE_ALIASES or not args.by.strip():
+        raise RankLensError(
+            f"--by {args.by!r}: choose a column that groups the votes (category, judge, language...), not "
+            "model_a, model_b, winner, preference, timestamp, weight or a style column"
+        )
+    if args.min_category_votes is not None and args.min_category_votes < 1:
+        raise RankLensError(f"--min-category-votes {args.min_category_votes} must be at least 1")
+
+
+def _run_by(args: argparse.Namespace, votes: Votes, options: dict[str, Any]) -> int:
+    """``--by COLUMN``: the overall board and one board per value (`core.bt.categories`), in
+    ``--format``; each board's warnings on stderr, prefixed by its value."""
+    from core.bt.categories import MIN_CATEGORY_VOTES, category_boards
+    from core.reports import categories as by_reports
+
+    min_n = MIN_CATEGORY_VOTES if args.min_category_votes is None else args.min_category_votes
+    cb = category_boards(votes, args.by, min_category_votes=min_n, half_life_days=args.half_life, **options)
+    for d in cb.overall.diagnostics:
+        print(f"{'warning' if d.level in ('warning', 'error') else 'note'}: {d.message}", file=sys.stderr)
+    if not cb.overall.ok:
+        return 1
+    for value, lb in cb.boards.items():
+        for d in lb.diagnostics:
+            if d.level in ("warning", "error"):
+                print(f"warning: {args.by} {value!r}: {d.message}", file=sys.stderr)
+    notes = [*footer(cb.overall, args.seed, exclude_both_bad=_exclude_both_bad(args)), *by_reports.too_few_lines(cb)]
+    if args.format == "json":
+        payload = {
+            **cb.records(),
+            "column": args.by,
+            "intervals": cb.overall.intervals,
+            "ci": cb.overall.ci,
+            "bootstrap": args.bootstrap if cb.overall.intervals == "bootstrap" else None,
+            "seed": args.seed if cb.overall.intervals == "bootstrap" else None,
+        }
+        emit_table(by_reports.wide_frame(cb), "json", json_payload=payload)
+    elif args.format == "csv":
+        emit_table(by_reports.wide_frame(cb), "csv")
+    elif args.format == "markdown":
+        sys.stdout.write(by_reports.by_markdown(cb))
+    else:
+        from core import bt
+
+        emit_table(cb.overall.table[bt.TABLE_COLUMNS].copy(), "table")
+        print(f"\nBy {args.by} (Rank (UB) and its change against the overall board):")
+        emit_table(by_reports.arrow_frame(cb), "table")
+        print("\n".join(notes))
+        return 0
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
     return 0
 
 

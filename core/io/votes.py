@@ -32,7 +32,7 @@ import csv
 import io
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -77,9 +77,17 @@ _STRING_COLS = ("model_a", "model_b", "winner", "preference", "judge", "category
 _KEPT_STYLE = (*_KEPT, *VOTE_STYLE, *VOTE_STYLE_ALIASES)
 
 
-def _kept(style: bool) -> tuple[str, ...]:
-    """The columns a reader keeps: `_KEPT`, and with ``style`` the style columns too."""
-    return _KEPT_STYLE if style else _KEPT
+def _kept(style: bool, columns: Sequence[str] = ()) -> tuple[str, ...]:
+    """The columns a reader keeps: `_KEPT`, with ``style`` the style columns too, and the
+    other ``columns`` asked for (read as text: `_is_text`)."""
+    known = _KEPT_STYLE if style else _KEPT
+    return (*known, *(c for c in columns if c not in known))
+
+
+def _is_text(column: str) -> bool:
+    """Whether a kept column is read as text: the names and outcomes, judge, category, the
+    responses, and any column a caller asked for beyond the known ones (``read_votes(columns=)``)."""
+    return column in _STRING_COLS or column not in _KEPT_STYLE
 
 
 def _canonical_style(table: pa.Table, name: str) -> pa.Table:
@@ -126,10 +134,18 @@ def _sniff(raw: bytes, filename: str | None) -> str:
 
 @refuse_exhaustion
 def read_votes(
-    data: bytes | str | os.PathLike, *, filename: str | None = None, fmt: str | None = None, style: bool = False
+    data: bytes | str | os.PathLike,
+    *,
+    filename: str | None = None,
+    fmt: str | None = None,
+    style: bool = False,
+    columns: Sequence[str] = (),
 ) -> Votes:
     """Parse votes (bytes, a path, or text containing newlines) into a validated `Votes`;
-    ``style`` keeps the style columns (see the module docstring)."""
+    ``style`` keeps the style columns (see the module docstring); ``columns`` keeps other
+    columns as text (trimmed, a missing value empty; a control character refused as in a
+    category), e.g. ``language`` for ``leaderboard --by language``."""
+    extra = tuple(c for c in columns if c not in _KEPT_STYLE)
     raw, name = _load(data, filename)
     fmt = (fmt or _sniff(raw, filename or (None if name == "<votes>" else name))).lower()
     label = Path(name).name if name != "<votes>" else name
@@ -137,11 +153,11 @@ def read_votes(
     if fmt != "parquet" and raw.strip():
         check_text(raw, name)  # NUL bytes, UTF-16 without a byte-order mark, bad UTF-8: named
     if fmt in ("csv", "tsv"):
-        table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",", _kept(style))
+        table, lines = _read_csv(raw, name, "\t" if fmt == "tsv" else ",", _kept(style, extra))
     elif fmt in ("jsonl", "json", "ndjson"):
-        table, lines = _read_jsonl(raw, name, _kept(style))
+        table, lines = _read_jsonl(raw, name, _kept(style, extra))
     elif fmt == "parquet":
-        table, lines = _read_parquet(raw, name, _kept(style)), None
+        table, lines = _read_parquet(raw, name, _kept(style, extra)), None
     else:
         raise DataError(f"unknown votes format {fmt!r}", file=name, expected="csv, jsonl or parquet")
     if table.num_rows == 0:
@@ -149,10 +165,10 @@ def read_votes(
             "no votes in the file", file=name, line=1 if lines is not None else None, expected="at least one vote"
         )
     try:
-        _refuse_control_characters(table, name)
+        _refuse_control_characters(table, name, extra)
         if style:
             table = _canonical_style(table, name)
-        return _votes(table, label, name)
+        return _votes(table, label, name, extra)
     except VoteRowError as exc:
         if lines is None:
             raise DataError(f"row {exc.row + 1}: {exc.message}", file=name, expected=exc.expected) from None
@@ -169,10 +185,10 @@ def read_votes(
 _NAMED_COLS = ("model_a", "model_b", *OUTCOME_COLUMNS)
 
 
-def _refuse_control_characters(table: pa.Table, name: str) -> None:
-    """A `VoteRowError` for the first model name, outcome, judge or category holding a control
-    character (NUL, tab, newline, ANSI escapes...)."""
-    for c in ("model_a", "model_b", *OUTCOME_COLUMNS, "judge", "category"):
+def _refuse_control_characters(table: pa.Table, name: str, extra: Sequence[str] = ()) -> None:
+    """A `VoteRowError` for the first model name, outcome, judge, category or ``extra`` column
+    value holding a control character (NUL, tab, newline, ANSI escapes...)."""
+    for c in ("model_a", "model_b", *OUTCOME_COLUMNS, "judge", "category", *extra):
         if c in table.column_names:
             row = first_control_row(table[c])
             if row is not None:
@@ -190,11 +206,12 @@ def _as_preference(exc: VoteRowError) -> VoteRowError:
     return VoteRowError(message, row=exc.row, file=exc.file, expected=exc.expected)
 
 
-def _votes(table: pa.Table, label: str, name: str) -> Votes:
+def _votes(table: pa.Table, label: str, name: str, extra: Sequence[str] = ()) -> Votes:
     """`Votes` from a read table whose outcome is ``winner``, ``preference`` or both (they must
-    agree after normalisation: a `VoteRowError` names the first row where they differ)."""
+    agree after normalisation: a `VoteRowError` names the first row where they differ); the
+    ``extra`` columns kept as text."""
     if "preference" not in table.column_names:
-        return Votes.from_table(table, label, source=name)
+        return Votes.from_table(table, label, source=name, extra=extra)
     pref_at = table.column_names.index("preference")
     if "winner" not in table.column_names:
         try:
@@ -202,10 +219,11 @@ def _votes(table: pa.Table, label: str, name: str) -> Votes:
                 table.rename_columns(["winner" if k == pref_at else c for k, c in enumerate(table.column_names)]),
                 label,
                 source=name,
+                extra=extra,
             )
         except VoteRowError as exc:
             raise _as_preference(exc) from None
-    votes = Votes.from_table(table.remove_column(pref_at), label, source=name)
+    votes = Votes.from_table(table.remove_column(pref_at), label, source=name, extra=extra)
     pairs = pa.table({"model_a": table["model_a"], "model_b": table["model_b"], "winner": table["preference"]})
     try:
         pref = Votes.from_table(pairs, label, source=name)
@@ -239,7 +257,7 @@ def _read_csv(
     missing = _missing(names)
     if missing:
         raise DataError(f"missing column(s) {', '.join(missing)} in the header", file=name, line=1, expected=EXPECTED)
-    types = {c: pa.string() for c in names if c in _STRING_COLS or c == "timestamp"}
+    types = {c: pa.string() for c in names if c in kept and (_is_text(c) or c == "timestamp")}
     texts = any(c in names for c in VOTE_RESPONSES)  # responses hold newlines inside quoted values
     try:
         table = pacsv.read_csv(
@@ -364,7 +382,7 @@ def _arrow_jsonl(raw: bytes, kept: tuple[str, ...] = _KEPT) -> pa.Table | None:
         return None
     if any(c in table.column_names and pa.types.is_boolean(table[c].type) for c in _NAMED_COLS):
         return None  # true/false as a model or an outcome: Python's reader refuses it, naming the line
-    if any(pa.types.is_floating(table[c].type) for c in table.column_names if c in _STRING_COLS):
+    if any(pa.types.is_floating(table[c].type) for c in table.column_names if c in kept and _is_text(c)):
         return None  # a number Arrow read as a double (2**64 -> 1.8e19): Python's reader keeps its text
     if any(pa.types.is_nested(table[c].type) for c in table.column_names if c in kept):
         return None  # a list or an object (a timestamp []): Python's reader names its line
@@ -418,7 +436,7 @@ def _rows_table(
     for col in kept:
         if any(col in obj for obj in rows):
             vals = [obj.get(col) for obj in rows]
-            if col in _STRING_COLS:  # a list/object/boolean model or outcome is junk (judge, category: text)
+            if _is_text(col):  # a list/object/boolean model or outcome is junk (judge, category: text)
                 junk = next(
                     (r for r, v in enumerate(vals) if col in _NAMED_COLS and isinstance(v, (list, dict, bool))), None
                 )
@@ -446,8 +464,8 @@ def _stringify(table: pa.Table, kept: tuple[str, ...] = _KEPT) -> pa.Table | Non
     """Model/winner/judge/category columns as strings (JSON may give numbers); None when one
     of them holds non-scalar values (lists, objects) that Arrow cannot cast to a string."""
     table = table.select([c for c in table.column_names if c in kept])
-    for c in _STRING_COLS:
-        if c in table.column_names and not pa.types.is_string(table[c].type):
+    for c in table.column_names:
+        if _is_text(c) and not pa.types.is_string(table[c].type):
             try:
                 table = table.set_column(table.column_names.index(c), c, table[c].cast(pa.string()))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
