@@ -1,4 +1,4 @@
-"""Command line: ``python -m core {evaluate,check,answers,fuse,leaderboard,rerank,demo,workspace,serve} ...``,
+"""Command line: ``python -m core {evaluate,check,answers,fuse,leaderboard,rerank,report,demo,workspace,serve} ...``,
 installed as ``ranklens ...`` (the console script is `cli`, what ``python -m core`` runs).
 
 Each subcommand lives in ``core/cli/<name>.py`` with ``add_arguments(parser)`` and
