@@ -81,6 +81,9 @@ if qrels is not None and runs:
         f"{reports.order_caption(trad)} Low / high: relevant documents last / first inside every tie group. "
         "Mean over the qrels' queries."
     )
+    ui.download_report(
+        "Home", "home_report", runs=runs, qrels=qrels, metrics=metric, story_metric=metric_name, traditional=trad
+    )
 else:
     st.info("Select qrels and at least one run in the sidebar (or upload them on the Data page).")
 

@@ -306,6 +306,7 @@ with left:
     for column, (write, suffix, label, key, mime) in zip(st.columns(len(exports)), exports, strict=True):
         with column:
             ui.download_text(lambda write=write: write(lb, seed=boot_seed), f"{stem}.{suffix}", label, key, mime)
+    ui.download_report("Leaderboard", "lb_dl_report", votes=votes, board=lb, board_seed=boot_seed)
 with right:
     title = f"Ratings with {ci:.0%} {lb.intervals} intervals"
 

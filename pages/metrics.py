@@ -222,7 +222,7 @@ st.caption(
     + (f" CI: {run_cis.describe()}; tier: 1 + the runs whose interval lies entirely above." if run_cis else "")
     + " Bands: the hybrid-RAG report's interpretation of MRR and Recall@10 (of the tie-aware value)."
 )
-d1, d2, d3 = st.columns(3)
+d1, d2, d3, d4 = st.columns(4)
 with d1:
     ui.download_csv(  # built when the button is clicked, not on every run
         lambda: reports.summary_long(table, run_names, names, trad), "ranklens-summary.csv", key="dl-summary-csv"
@@ -242,6 +242,20 @@ with d3:
         "Download LaTeX (booktabs)",
         key="dl-summary-tex",
         mime="text/x-tex",
+    )
+with d4:
+    ui.download_report(
+        "Metrics",
+        "dl-report",
+        runs=runs,
+        qrels=qrels,
+        metrics=metrics,
+        story_metric=figure_metric,
+        traditional=trad,
+        rel_level=rel_level,
+        ci=ci_spec,
+        test=test,
+        correction=correction,
     )
 
 

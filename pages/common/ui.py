@@ -485,3 +485,71 @@ def download_text(
         icon=":material/download:",
         key=key or f"dl-{filename}",
     )
+
+
+#: what the "Download report" button's tooltip says
+REPORT_HELP = (
+    "One self-contained HTML file to send by mail or put in a wiki: the tie story and its sentences, the summary "
+    "(with intervals when chosen), significance, the leaderboard when there is one, the datasets' digests, the "
+    "settings and the RankLens version. It opens offline and prints on A4 (Print → Save as PDF)."
+)
+
+
+def download_report(
+    page: str,
+    key: str,
+    *,
+    runs: Sequence[Run] | None = None,
+    qrels: Qrels | None = None,
+    metrics: Sequence[Any] | str | None = None,
+    story_metric: str | None = None,
+    traditional: str = "trec",
+    rel_level: int = 1,
+    ci: Any = None,
+    test: str = "randomisation",
+    correction: str = "holm",
+    votes: Any = None,
+    board: Any = None,
+    board_seed: int | None = None,
+) -> None:
+    """The "Download report" button of Home, Metrics and Leaderboard: `core.publish.html.report_html`
+    of what ``page`` shows (the same builder as ``python -m core report``), built when clicked.
+    ``runs`` None: the sidebar's selection (`selection`) with the report's default metrics
+    (the Leaderboard's report: its board with the selected runs)."""
+    if runs is None:
+        chosen = selection()
+        runs, qrels = chosen.runs, chosen.qrels
+    if qrels is None or not runs:
+        runs, qrels = (), None
+    if qrels is None and votes is None and board is None:
+        return
+
+    def make() -> bytes:
+        from core.publish.html import REPORT_METRICS, report_html
+
+        return report_html(
+            tuple(runs),
+            qrels,
+            metrics or REPORT_METRICS,
+            votes=votes,
+            board=board,
+            board_seed=board_seed,
+            story_metric=story_metric,
+            traditional=traditional,
+            rel_level=rel_level,
+            ci=ci,
+            test=test,
+            correction=correction,
+            settings={"made on": f"the dashboard's {page} page"},
+        ).encode("utf-8")
+
+    st.download_button(
+        "Download report",
+        data=make,
+        file_name=f"ranklens-report-{page.lower()}.html",
+        mime="text/html",
+        on_click="ignore",
+        icon=":material/description:",
+        key=key,
+        help=REPORT_HELP,
+    )
