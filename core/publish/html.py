@@ -399,7 +399,8 @@ table { border-collapse: collapse; width: 100%; margin: 8px 0; font-size: 12px; 
 thead { display: table-header-group; }
 th, td { padding: 3px 6px; border-bottom: 1px solid #e4e7eb; text-align: left; vertical-align: top;
   overflow-wrap: anywhere; }
-th { background: #f3f4f6; font-weight: 600; }
+th { background: #f3f4f6; font-weight: 600; overflow-wrap: normal; }
+td.key { white-space: nowrap; overflow-wrap: normal; }
 td.num, th.num { text-align: right; white-space: nowrap; overflow-wrap: normal; }
 tr { break-inside: avoid; page-break-inside: avoid; }
 code, .digest { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 11px; }
@@ -460,10 +461,14 @@ def _yes_no(value: Any) -> str:
 
 @dataclass(frozen=True)
 class _Col:
-    """A table column: header, numeric (right-aligned)."""
+    """A table column: header, numeric (right-aligned), key (short names kept on one line: metrics)."""
 
     header: str
     numeric: bool = False
+    key: bool = False
+
+    def attrs(self) -> str:
+        return " class=num" if self.numeric else (" class=key" if self.key else "")
 
 
 @dataclass
@@ -476,10 +481,7 @@ class _Table:
         head = "".join(f'<th{" class=num" if c.numeric else ""} scope="col">{_e(c.header)}</th>' for c in self.columns)
         body = "\n".join(
             "<tr>"
-            + "".join(
-                f"<td{' class=num' if c.numeric else ''}>{_e(cell)}</td>"
-                for c, cell in zip(self.columns, row, strict=True)
-            )
+            + "".join(f"<td{c.attrs()}>{_e(cell)}</td>" for c, cell in zip(self.columns, row, strict=True))
             + "</tr>"
             for row in self.rows
         )
@@ -491,7 +493,7 @@ def _summary_table(part: MetricsPart) -> str:
     frame = part.summary
     numbers = {"traditional", "tie-aware", "CI low", "CI high", "low", "high", "Δ", "tier"}
     shown = [c for c in frame.columns if c != "band" or frame["band"].astype(bool).any()]
-    table = _Table([_Col(c, c in numbers) for c in shown])
+    table = _Table([_Col(c, c in numbers, c in ("metric", "#")) for c in shown])
     for record in frame[shown].itertuples(index=False):
         cells = []
         for column, value in zip(shown, record, strict=True):
@@ -510,7 +512,7 @@ def _summary_table(part: MetricsPart) -> str:
 def _pairs_table(tests: PairwiseTests) -> str:
     t = tests.table
     columns = [
-        _Col("metric"),
+        _Col("metric", key=True),
         _Col("run a"),
         _Col("run b"),
         _Col("mean a", True),
@@ -548,7 +550,7 @@ def _baseline_table(comparison: BaselineComparison) -> str:
     table = _Table(
         [
             _Col("run"),
-            _Col("metric"),
+            _Col("metric", key=True),
             _Col("Δ", True),
             _Col("Δ interval", True),
             _Col("p", True),
