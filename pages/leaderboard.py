@@ -19,6 +19,8 @@ from typing import Any
 
 import streamlit as st
 
+from core.bt.categories import MIN_CATEGORY_VOTES
+from core.charts.boards import rank_change_heatmap, style_coefficients
 from core.charts.leaderboard import (
     battle_count_heatmap,
     beside_table,
@@ -31,12 +33,22 @@ from core.charts.leaderboard import (
 )
 from core.data import content_digest
 from core.errors import RankLensError
+from core.reports import categories as by_reports
 from core.reports import export
 from core.reports import leaderboard as reports
 from pages.common import cache, figures, state, ui
 
 #: table columns shown only on request (a compact table, which fits beside a small board's plot)
 WTL_COLUMNS = ("wins", "ties", "losses")
+#: the boards shown side by side (Compare boards): Rank (UB), model, rating, CI, rank change
+SIDE_COLUMNS = {
+    "rank_ub": st.column_config.NumberColumn("Rank (UB)", width="small"),
+    "model": "Model",
+    "rating": st.column_config.NumberColumn("Rating", format="%.1f", width="small"),
+    "low": st.column_config.NumberColumn("Low", format="%.1f", width="small"),
+    "high": st.column_config.NumberColumn("High", format="%.1f", width="small"),
+    "change": st.column_config.TextColumn("Change", width="small", help="Rank (UB) change against the other board"),
+}
 L2_CHOICES = {"auto": "auto", "none": "none (0)", "ridge": "ridge"}
 INTRO = (
     "Bradley-Terry ratings from pairwise votes, as the Chatbot Arena computes them: ties count as half a "
@@ -330,6 +342,125 @@ m4.metric(
     "Davidson ν" if summary.davidson_nu is not None else "Fit iterations",
     f"{summary.davidson_nu:.3f}" if summary.davidson_nu is not None else str(summary.iterations),
 )
+
+# ---- Compare boards (issue 24): the style-controlled board and category boards, side by side ----
+st.subheader("Compare boards")
+style_features = by_reports.style_features_of(votes.columns)
+by_choices = [
+    by_reports.NO_BY,
+    *by_reports.by_columns(votes.columns, {c: votes.values(c) for c in by_reports.BY_COLUMNS}),
+]
+state.keep_choice(state.LB_BY, by_choices, by_reports.NO_BY)
+cmp1, cmp2, cmp3 = st.columns([1.2, 1.4, 1.1], vertical_alignment="bottom")
+style_on = cmp1.toggle(
+    "Control for style",
+    key=state.LB_STYLE,
+    bind="query-params",
+    disabled=not style_features,
+    help=by_reports.STYLE_HELP if style_features else by_reports.STYLE_HELP_MISSING,
+)
+by = cmp2.selectbox(
+    "Compare boards by",
+    by_choices,
+    key=state.LB_BY,
+    bind="query-params",
+    disabled=len(by_choices) == 1,
+    help=by_reports.BY_HELP if len(by_choices) > 1 else "Needs a category or judge column in the votes.",
+)
+min_category = int(
+    cmp3.number_input(
+        "Min votes per board",
+        min_value=1,
+        value=MIN_CATEGORY_VOTES,
+        step=50,
+        key=state.LB_MIN_CATEGORY,
+        bind="query-params",
+        disabled=by == by_reports.NO_BY,
+        help="A value with fewer votes (or whose models were not all compared, directly or through others) is "
+        "listed with its count instead of rated.",
+    )
+)
+if style_error := votes.meta.get(cache.STYLE_ERROR):
+    st.caption(f"Style columns not read: {ui.escape_markdown(str(style_error))}")
+if style_on and style_features:
+    if ties == "davidson" or half_life:
+        st.info(
+            "Style control fits ties as half a win (FastChat's rule) without decay: choose the half-win tie "
+            "model and no temporal decay in the settings to see it."
+        )
+    else:
+        raw_ub = tuple((str(m), int(k)) for m, k in zip(table["model"], table["rank_ub"], strict=True))
+        try:
+            with st.spinner("Controlling for style."):
+                sb = cache.style_board(votes, request, style_features, raw_ub)
+        except RankLensError as exc:
+            ui.show_error(exc, escape=True)
+        else:
+            for message in sb.warnings:
+                st.warning(ui.escape_markdown(message))
+            raw_col, style_col = st.columns(2)
+            raw_col.markdown("**Raw board**")
+            raw_col.dataframe(by_reports.side_table(lb), hide_index=True, width="stretch", column_config=SIDE_COLUMNS)
+            style_col.markdown("**Style-controlled**")
+            style_col.dataframe(
+                by_reports.style_side_table(sb), hide_index=True, width="stretch", column_config=SIDE_COLUMNS
+            )
+            st.caption(ui.escape_markdown(export.style_caption(sb)))
+            coefs = export.style_frames(sb)[1]
+            figures.show_figure(
+                cache.derived(sb, ("coefficients",), lambda: style_coefficients(coefs)),
+                key="lb_fig_style",
+                name=f"{stem}-style-coefficients",
+            )
+if by != by_reports.NO_BY:
+    try:
+        with st.spinner(f"Rating one board per {by}."):
+            boards = cache.category_boards(votes, request, by, min_category)
+    except RankLensError as exc:
+        ui.show_error(exc, escape=True)
+    else:
+        rated = list(boards.boards)
+        for line in by_reports.too_few_lines(boards):
+            st.caption(ui.escape_markdown(line))
+        if rated:
+            shown_values = st.multiselect(
+                f"Boards shown side by side ({by})",
+                rated,
+                default=rated[:3],
+                key=f"lb_by_shown_{name}_{by}",
+                help="The overall board first, then these; the heatmap below shows every rated value.",
+            )
+            overall_ub = boards.overall_rank_ub()
+            panes = st.columns(1 + len(shown_values))
+            panes[0].markdown("**Overall**")
+            panes[0].dataframe(
+                by_reports.side_table(boards.overall), hide_index=True, width="stretch", column_config=SIDE_COLUMNS
+            )
+            for pane, value in zip(panes[1:], shown_values, strict=True):
+                pane.markdown(f"**{ui.escape_markdown(value)}** ({boards.counts[value]:,} votes)")
+                pane.dataframe(
+                    by_reports.side_table(boards.boards[value], overall_ub),
+                    hide_index=True,
+                    width="stretch",
+                    column_config=SIDE_COLUMNS,
+                )
+            figures.show_figure(
+                cache.derived(
+                    boards,
+                    ("rank-change",),
+                    lambda: rank_change_heatmap(
+                        boards.rank_changes(),
+                        by_reports.rank_frame(boards),
+                        f"Rank change by {by} against the overall board",
+                    ),
+                ),
+                key="lb_fig_rank_change",
+                name=f"{stem}-rank-change-by-{by}",
+            )
+            st.caption(ui.escape_markdown(by_reports.by_caption(boards)))
+            ui.download_csv(
+                lambda: by_reports.wide_frame(boards), f"{stem}-by-{by}.csv", "Boards by value (CSV)", "lb_dl_by"
+            )
 
 truth = votes.meta.get("true_ratings") if hasattr(votes, "meta") else None
 subset = models if len(models) >= 2 else table["model"].tolist()

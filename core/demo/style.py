@@ -66,3 +66,9 @@ def verbose_votes(
         "verbose": [names[k] for k in chatty],
     }
     return Votes.from_table(table, "verbose-arena", source="core.demo.style", meta=meta)
+
+
+def load() -> list[tuple[str, str, Votes]]:
+    """The demo bundle's style arena (the Leaderboard's "Control for style"): `verbose_votes`'
+    defaults, named for the sidebar; not selected by default (`core.demo.DEFAULT_SELECTION`)."""
+    return [("votes", "Demo style arena", verbose_votes().renamed("Demo style arena"))]

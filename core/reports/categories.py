@@ -95,3 +95,72 @@ def by_markdown(cb: CategoryBoards) -> str:
     if notes:
         lines += ["", "Not rated:", ""] + [f"- {escape_markdown(n)}" for n in notes]
     return "\n".join(lines) + f"\n\n*{escape_markdown(by_caption(cb))}*\n"
+
+
+# ---- the Leaderboard page's "Compare boards" (pages/leaderboard.py) ---------------------------
+#: the votes columns the page compares boards by, when the votes carry them with a value
+BY_COLUMNS: tuple[str, ...] = ("category", "judge")
+#: "Compare boards by": no comparison
+NO_BY = "none"
+STYLE_HELP_MISSING = (
+    "Needs per-battle style columns in the votes: the counts a_tokens, b_tokens, a_headers, b_headers, a_lists, "
+    "b_lists, a_bold, b_bold (or FastChat's sum_assistant_a_tokens, header_count_a, ...), or the two answers' "
+    "texts response_a, response_b. These votes have none. The built-in demo's 'Demo style arena' has them."
+)
+STYLE_HELP = (
+    "LMArena's style control: the ratings a model would get if both answers had the same length and markdown "
+    "(headers, lists, bold), as FastChat computes them. Shown beside the raw board with each model's rank change."
+)
+BY_HELP = (
+    "One Bradley-Terry board per value of this column, each rated on that value's votes alone with this page's "
+    "settings, side by side, and each model's rank change against the overall board."
+)
+
+
+def by_columns(columns: list[str], values: dict[str, list[str]]) -> list[str]:
+    """The `BY_COLUMNS` a page can compare boards by: present, with at least one non-empty value."""
+    return [c for c in BY_COLUMNS if c in columns and any(v != "" for v in values.get(c, []))]
+
+
+def side_table(lb: Any, overall: dict[str, int] | None = None) -> pd.DataFrame:
+    """A board as the page shows it side by side: ``rank_ub``, ``model``, ``rating`` and, against
+    ``overall`` (model -> Rank (UB)), ``change`` as an arrow (`rank_arrow`)."""
+    t = lb.table
+    out = pd.DataFrame({"rank_ub": t["rank_ub"].astype(int), "model": t["model"].astype(str), "rating": t["rating"]})
+    if overall is not None:
+        out["change"] = [
+            rank_arrow(None if m not in overall else overall[m] - int(k))
+            for m, k in zip(out["model"], out["rank_ub"], strict=True)
+        ]
+    return out.reset_index(drop=True)
+
+
+def rank_frame(cb: CategoryBoards) -> pd.DataFrame:
+    """Models (the overall board's) x rated values: the Rank (UB) on each board (NaN: not listed),
+    the rank-change heatmap's hover."""
+    models = cb.overall.table["model"].astype(str)
+    return pd.DataFrame(
+        {
+            value: lb.table.set_index(lb.table["model"].astype(str))["rank_ub"].astype(float).reindex(models).to_numpy()
+            for value, lb in cb.boards.items()
+        },
+        index=pd.Index(models, name="model"),
+    )
+
+
+def style_side_table(sb: Any) -> pd.DataFrame:
+    """The style-controlled board as the page shows it beside the raw one: ``rank_ub``, ``model``,
+    ``rating``, ``low``, ``high`` and the rank change against the raw board as an arrow; best first."""
+    rows = [{"model": m, **r} for m, r in sb.controlled().items()]
+    out = pd.DataFrame(rows, columns=["model", "rating", "low", "high", "rank_ub", "rank_change"])
+    out["change"] = [rank_arrow(c) for c in out["rank_change"]]
+    return out[["rank_ub", "model", "rating", "low", "high", "change"]]
+
+
+def style_features_of(columns: list[str]) -> tuple[str, ...]:
+    """The style features (`core.bt.style.FEATURES` order) votes with these ``columns`` can be
+    controlled for: each one whose count columns are present, every one when both texts are."""
+    from core.bt.style import COUNT_COLUMNS, FEATURES, RESPONSE_COLUMNS
+
+    texts = all(c in columns for c in RESPONSE_COLUMNS)
+    return tuple(f for f in FEATURES if texts or all(c in columns for c in COUNT_COLUMNS[f]))

@@ -46,6 +46,8 @@ from core.stats import PERMUTATIONS
 # first render does not wait for Bradley-Terry, fusion, chunk or answer code, nor scipy).
 if TYPE_CHECKING:
     from core import bt
+    from core.bt.categories import CategoryBoards
+    from core.bt.style import StyleBoard
     from core.fusion import FusionParams
     from core.intervals import IntervalSpec, RunIntervals
     from core.rerank.candidates import CandidateSet
@@ -260,8 +262,27 @@ def _parse(kind: str, filename: str, _data: bytes, duplicates: str, fmt: str | N
     if kind == "chunkmap":
         return [(stem, rio.read_chunk_map(_data, filename=filename, fmt=fmt))]
     if kind == "votes":
-        return [(stem, rio.read_votes(_data, filename=filename, fmt=fmt))]
+        return [(stem, _read_votes(_data, filename, fmt))]
     raise ValueError(f"no reader for {kind}")
+
+
+#: the meta key of votes whose style columns could not be read (the Leaderboard page says why)
+STYLE_ERROR = "style_error"
+
+
+def _read_votes(data: bytes, filename: str, fmt: str | None) -> Votes:
+    """Votes with their style columns when they carry any (`core.io.read_votes(style=True)`, for
+    the Leaderboard's "Control for style"); a file whose style columns are bad (a negative count,
+    a column without its partner) is read without them, the reason kept in its meta under
+    `STYLE_ERROR` for the page to show: it is still a good votes file."""
+    from core import io as rio
+    from core.errors import DataError
+
+    try:
+        return rio.read_votes(data, filename=filename, fmt=fmt, style=True)
+    except DataError as exc:
+        plain = rio.read_votes(data, filename=filename, fmt=fmt)  # a file bad without style raises here
+        return Votes(plain.name, plain.table, plain.source, {**plain.meta, STYLE_ERROR: str(exc)})
 
 
 @st.cache_resource(max_entries=4, show_spinner=False)
@@ -625,6 +646,69 @@ def leaderboard(votes: Votes, request: BoardRequest) -> bt.Leaderboard:
     """`core.bt.leaderboard` of ``votes`` filtered as ``request`` says, sandwich intervals.
     Raises `RankLensError` for bad options."""
     return _leaderboard(votes, request, "sandwich", 1000, 0, None)
+
+
+def _filtered(votes: Votes, request: BoardRequest) -> Votes:
+    """``votes`` filtered as ``request`` says (categories, judges, double losses)."""
+    r = request
+    return votes.filter(
+        categories=None if r.categories is None else list(r.categories),
+        judges=None if r.judges is None else list(r.judges),
+        exclude_both_bad=r.exclude_both_bad,
+    )
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, hash_funcs=DATASETS)
+def style_board(
+    votes: Votes, request: BoardRequest, features: tuple[str, ...], raw_rank_ub: tuple[tuple[str, int], ...]
+) -> StyleBoard:
+    """`core.bt.style.style_board` of ``votes`` filtered as ``request`` says, with its scale,
+    anchor and CI level, sandwich intervals, rank changes against ``raw_rank_ub`` (the raw board
+    shown: (model, Rank (UB)) pairs). Raises `RankLensError` for bad input."""
+    from core.bt.style import style_board as build
+
+    r = request
+    return build(
+        _filtered(votes, request),
+        features=features,
+        intervals="sandwich",
+        ci=r.ci,
+        scale=r.scale,
+        base=r.base,
+        init=r.init,
+        anchor=r.anchor,
+        anchor_rating=r.anchor_rating,
+        raw_rank_ub=dict(raw_rank_ub),
+    )
+
+
+@st.cache_resource(max_entries=8, show_spinner=False, hash_funcs=DATASETS)
+def category_boards(votes: Votes, request: BoardRequest, column: str, min_category_votes: int) -> CategoryBoards:
+    """`core.bt.categories.category_boards` of ``votes`` filtered as ``request`` says, by
+    ``column``, every board with ``request``'s options and sandwich intervals (the overall one is
+    `leaderboard`'s, from its cache). Raises `RankLensError` for bad options."""
+    from core import bt
+    from core.bt.categories import category_boards as build
+
+    r = request
+    return build(
+        _filtered(votes, request),
+        column,
+        min_category_votes=min_category_votes,
+        overall=leaderboard(votes, request),
+        ties=r.ties,
+        l2=bt.parse_l2(r.l2),
+        intervals="sandwich",
+        ci=r.ci,
+        anchor=r.anchor,
+        anchor_rating=r.anchor_rating,
+        min_votes=r.min_votes,
+        half_life_days=r.half_life_days,
+        scale=r.scale,
+        base=r.base,
+        init=r.init,
+        matrices=False,
+    )
 
 
 class Bounded(Generic[K, V]):

@@ -122,6 +122,13 @@ def keep_widget(key: str, default: Any = None, options: Sequence[Any] | None = N
         st.session_state[key] = default
 
 
+def keep_choice(key: str, options: Sequence[Any], default: Any) -> None:
+    """Call just before drawing the choice widget ``key``: a value it holds that is not among
+    ``options`` (from a shared link, or another dataset's choices) becomes ``default``."""
+    if key in st.session_state and st.session_state[key] not in options:
+        st.session_state[key] = default
+
+
 def uploader_key(base: str) -> str:
     """Widget key of the uploader ``base``: changes after a rejected file so the widget empties."""
     return f"{base}-{UPLOADER_VERSIONS.get().get(base, 0)}"
@@ -225,6 +232,10 @@ FUSE_SWEEP_METRIC = "fuse_sweep_metric"
 LB_CI = "lb_ci"
 LB_TIES = "lb_ties"
 LB_MIN_VOTES = "lb_min_votes"
+#: the Leaderboard's "Control for style", "Compare boards by" and "Min votes per board" (issue 24)
+LB_STYLE = "lb_style"
+LB_BY = "lb_by"
+LB_MIN_CATEGORY = "lb_min_cat"
 RR_STRATEGY = "rr_strategy"
 URL_KEYS: tuple[str, ...] = (
     METRICS,
@@ -246,4 +257,7 @@ URL_KEYS: tuple[str, ...] = (
     TRAD_ORDER,
     FUSE_TIE_ORDER,
     CI_METHOD,
+    LB_STYLE,
+    LB_BY,
+    LB_MIN_CATEGORY,
 )

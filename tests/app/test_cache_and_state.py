@@ -41,6 +41,9 @@ def test_url_bound_widget_keys_keep_their_names():
         "trad",
         "fuse_tie_order",
         "ci",
+        "lb_style",
+        "lb_by",
+        "lb_min_cat",
     )
     bound = set()
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:

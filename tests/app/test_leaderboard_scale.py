@@ -70,7 +70,10 @@ def test_59_models_get_the_page_width_and_a_readable_row_each(app, arena_csv):
 def test_the_demo_board_keeps_its_plot_beside_the_table(app):
     at = open_page(app, "leaderboard")
     assert _in_a_column(at, "intervals") and len(at.dataframe[0].value) == 20
-    assert at.selectbox(key="lb_votes").options == ["Demo arena votes  ·  demo"]  # the suffix whole
+    assert at.selectbox(key="lb_votes").options == [  # the suffix whole
+        "Demo arena votes  ·  demo",
+        "Demo style arena  ·  demo",
+    ]
     heat = _chart(at, "win rate")
     assert len(heat["data"][-1]["y"]) == 20 and heat["layout"]["xaxis"]["showticklabels"] is True
     picker = at.selectbox(key="lb_heat_models")  # all 20 fit: all by default
@@ -164,4 +167,4 @@ def test_no_toggle_without_double_losses(app):
     data = b"model_a,model_b,winner\n" + b"a,b,model_a\nb,c,tie\nc,a,model_b\na,c,model_a\n" * 5
     upload(app, ("plain.csv", data))
     at = open_page(app, "leaderboard")
-    assert not at.get("toggle") and len(at.dataframe[0].value) == 3
+    assert [t.key for t in at.get("toggle")] == ["lb_style"] and len(at.dataframe[0].value) == 3  # style only

@@ -26,7 +26,7 @@ LONG = "a run with a very long name that the sidebar must show whole, bm25+rm3 k
 PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rerank")
 DEMO_NAMES = {name for _, name, _ in bundle()}
 #: the demo's counts in the sidebar
-DEMO_COUNTS = "Demo data: 9 runs · 2 qrels · 1 votes file · 1 candidate set."
+DEMO_COUNTS = "Demo data: 9 runs · 2 qrels · 2 votes files · 1 candidate set."
 VOTES = b"model_a,model_b,winner\nalpha,beta,model_a\nbeta,gamma,both_bad\nalpha,gamma,model_b\ngamma,alpha,tie\n"
 
 
