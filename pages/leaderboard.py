@@ -426,7 +426,7 @@ if by != by_reports.NO_BY:
             shown_values = st.multiselect(
                 f"Boards shown side by side ({by})",
                 rated,
-                default=rated[:3],
+                default=rated[:2],
                 key=f"lb_by_shown_{name}_{by}",
                 help="The overall board first, then these; the heatmap below shows every rated value.",
             )

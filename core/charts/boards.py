@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from core.charts import DIVERGING, NO_DATA, PALETTE, base_layout, html_label, wrap_label
+from core.charts import NO_DATA, PALETTE, base_layout, html_label, wrap_label
 from core.charts.leaderboard import PAGE_WIDTH, TICK_PAD, interval_row, label_width, tick_font
 
 #: a category column is never narrower (px): the printed change (``▲12``) and air
@@ -27,6 +27,9 @@ MIN_COLUMN = 44
 MAX_COLUMN = 120
 #: room (px) right of the heatmap: the colour bar, its ticks and title
 COLORBAR_ROOM = 110
+#: down (red) to up (blue), the ends mid-tone (RdBu's second and second-to-last colours) so the
+#: printed change stays readable in dark text on every cell, in both themes
+CHANGE_SCALE: list[list[float | str]] = [[0.0, "#d6604d"], [0.5, "#f7f7f7"], [1.0, "#4393c3"]]
 #: wrapped category labels: characters per line, and the px of one line at the top
 WRAP = 14
 LINE_PX = 16
@@ -88,10 +91,10 @@ def rank_change_heatmap(
             zmin=-bound,
             zmax=bound,
             zmid=0,
-            colorscale=DIVERGING,
+            colorscale=CHANGE_SCALE,
             text=text,
             texttemplate="%{text}" if printed else None,
-            textfont=dict(size=size),
+            textfont=dict(size=size, color="#1f2a37"),
             customdata=hover_rank,
             hoverongaps=False,
             hovertemplate="%{y}<br>%{x}: rank (UB) %{customdata:.0f}, change %{z:+.0f}<extra></extra>",

@@ -123,15 +123,20 @@ def by_columns(columns: list[str], values: dict[str, list[str]]) -> list[str]:
 
 
 def side_table(lb: Any, overall: dict[str, int] | None = None) -> pd.DataFrame:
-    """A board as the page shows it side by side: ``rank_ub``, ``model``, ``rating`` and, against
-    ``overall`` (model -> Rank (UB)), ``change`` as an arrow (`rank_arrow`)."""
+    """A board as the page shows it side by side: ``rank_ub``, then against ``overall`` (model ->
+    Rank (UB)) ``change`` as an arrow (`rank_arrow`), ``model``, ``rating`` (the change beside the
+    rank, so a narrow pane still shows it)."""
     t = lb.table
     out = pd.DataFrame({"rank_ub": t["rank_ub"].astype(int), "model": t["model"].astype(str), "rating": t["rating"]})
     if overall is not None:
-        out["change"] = [
-            rank_arrow(None if m not in overall else overall[m] - int(k))
-            for m, k in zip(out["model"], out["rank_ub"], strict=True)
-        ]
+        out.insert(
+            1,
+            "change",
+            [
+                rank_arrow(None if m not in overall else overall[m] - int(k))
+                for m, k in zip(out["model"], out["rank_ub"], strict=True)
+            ],
+        )
     return out.reset_index(drop=True)
 
 
@@ -149,12 +154,13 @@ def rank_frame(cb: CategoryBoards) -> pd.DataFrame:
 
 
 def style_side_table(sb: Any) -> pd.DataFrame:
-    """The style-controlled board as the page shows it beside the raw one: ``rank_ub``, ``model``,
-    ``rating``, ``low``, ``high`` and the rank change against the raw board as an arrow; best first."""
+    """The style-controlled board as the page shows it beside the raw one: ``rank_ub``, the rank
+    change against the raw board as an arrow (``change``), ``model``, ``rating``, ``low``, ``high``;
+    best first."""
     rows = [{"model": m, **r} for m, r in sb.controlled().items()]
     out = pd.DataFrame(rows, columns=["model", "rating", "low", "high", "rank_ub", "rank_change"])
     out["change"] = [rank_arrow(c) for c in out["rank_change"]]
-    return out[["rank_ub", "model", "rating", "low", "high", "change"]]
+    return out[["rank_ub", "change", "model", "rating", "low", "high"]]
 
 
 def style_features_of(columns: list[str]) -> tuple[str, ...]:

@@ -31,7 +31,7 @@ def test_category_boards_side_by_side_and_heatmap(app):
     at.selectbox(key="lb_by").set_value("category").run()
     assert not at.exception
     assert "Rank change by category against the overall board" in chart_titles(at)
-    assert len(at.dataframe) == tables + 4  # overall + the first three categories
+    assert len(at.dataframe) == tables + 3  # overall + the first two categories
     heat = next(
         json.loads(c.proto.spec)
         for c in at.get("plotly_chart")
@@ -39,7 +39,7 @@ def test_category_boards_side_by_side_and_heatmap(app):
     )
     assert len(heat["data"][-1]["y"]) == 20 and len(heat["data"][-1]["x"]) == 5
     side = at.dataframe[tables + 1].value
-    assert list(side.columns) == ["rank_ub", "model", "rating", "change"]
+    assert list(side.columns) == ["rank_ub", "change", "model", "rating"]
     assert set(side["change"]) <= {"="} | {f"{a}{k}" for a in "▲▼" for k in range(1, 20)}
     at.multiselect(key="lb_by_shown_Demo arena votes_category").set_value(["math"]).run()
     assert len(at.dataframe) == tables + 2
@@ -59,7 +59,7 @@ def test_style_toggle_on_the_style_demo(app):
     assert not at.exception
     assert "Style coefficients" in chart_titles(at)
     raw, controlled = at.dataframe[tables].value, at.dataframe[tables + 1].value
-    assert list(controlled.columns) == ["rank_ub", "model", "rating", "low", "high", "change"]
+    assert list(controlled.columns) == ["rank_ub", "change", "model", "rating", "low", "high"]
     verbose = at.session_state["workspace"].get("votes", STYLE_DEMO).meta["verbose"]
     drops = controlled.set_index("model").loc[verbose, "change"]
     assert all(c.startswith("▼") for c in drops), drops  # the verbose models lose their style bonus
