@@ -161,3 +161,15 @@ def test_split_graph_not_rated():
 
 def test_arrows():
     assert [by_reports.rank_arrow(c) for c in (2, -1, 0, None, float("nan"))] == ["▲2", "▼1", "=", "—", "—"]
+
+
+def test_by_on_a_workspace_equals_the_file(votes_csv, tmp_path, capsys):
+    ws = tmp_path / "ws.ranklens.zip"
+    assert main(["workspace", "save", str(ws), "--votes", str(votes_csv)]) == 0
+    capsys.readouterr()
+    opts = ("--by", "category", "--intervals", "sandwich", "--format", "json")
+    _, from_file, _ = run(capsys, str(votes_csv), *opts)
+    code, from_ws, _ = run(capsys, "--workspace", str(ws), *opts)
+    assert code == 0 and json.loads(from_ws)["by"] == json.loads(from_file)["by"]
+    code, _, err = run(capsys, "--workspace", str(ws), "--by", "language")  # a workspace keeps judge/category only
+    assert code == 2 and "no column 'language'" in err

@@ -107,3 +107,23 @@ def test_upload_with_texts_and_with_a_bad_count(app):
     at.selectbox(key="lb_votes").set_value("bad").run()
     assert _toggle(at).disabled and not at.exception
     assert any("Style columns not read" in c.value and "bad.csv" in c.value for c in at.caption)
+
+
+def test_hostile_category_names_stay_text(app):
+    rows = "".join(
+        f"{a},{b},{w},{c}\n"
+        for c in ("*x*", "<b>y</b>")
+        for a, b, w in [("a", "b", "model_a"), ("b", "c", "tie"), ("c", "a", "model_b")] * 40
+    )
+    at = upload(app, ("hostile.csv", ("model_a,model_b,winner,category\n" + rows).encode()))
+    _open(at)
+    at.selectbox(key="lb_by").set_value("category").run()
+    assert not at.exception
+    heads = [m.value for m in at.markdown if "votes)" in m.value]
+    assert heads == ["**\\*x\\*** (120 votes)", "**\\<b\\>y\\</b\\>** (120 votes)"], heads
+    heat = next(
+        json.loads(c.proto.spec)
+        for c in at.get("plotly_chart")
+        if "Rank change" in json.loads(c.proto.spec)["layout"]["title"]["text"]
+    )
+    assert "&lt;b&gt;y&lt;/b&gt;" in heat["data"][-1]["x"][1]
