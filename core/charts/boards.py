@@ -19,7 +19,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from core.charts import NO_DATA, PALETTE, base_layout, html_label, wrap_label
-from core.charts.leaderboard import PAGE_WIDTH, TICK_PAD, interval_row, label_width, tick_font
+from core.charts.leaderboard import PAGE_WIDTH, TICK_PAD, interval_row, label_width, no_data_layer, tick_font
 
 #: a category column is never narrower (px): the printed change (``▲12``) and air
 MIN_COLUMN = 44
@@ -70,18 +70,7 @@ def rank_change_heatmap(
     )
     fig = go.Figure()
     if missing.any():
-        fig.add_trace(
-            go.Heatmap(
-                z=np.where(missing, 1.0, np.nan),
-                x=x,
-                y=y,
-                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]],
-                showscale=False,
-                hoverongaps=False,
-                hovertemplate="%{y}<br>%{x}: not on this board<extra></extra>",
-                name="not listed",
-            )
-        )
+        fig.add_trace(no_data_layer(missing, x, y, "%{y}<br>%{x}: not on this board", "not listed"))
     bound = max(1.0, float(np.nanmax(np.abs(z))) if (~missing).any() else 1.0)
     fig.add_trace(
         go.Heatmap(

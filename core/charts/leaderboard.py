@@ -229,6 +229,21 @@ def _columns(labels: list[object], size: int, width: int) -> int:
     return int((width - _left_margin(labels, size) - COLORBAR_ROOM) // MIN_CELL)
 
 
+def no_data_layer(missing: np.ndarray, x: list[str], y: list[str], hover: str, name: str) -> go.Heatmap:
+    """A heatmap layer painting the ``missing`` cells (a boolean matrix) in `NO_DATA`, with
+    ``hover`` (a Plotly hover template) and the trace ``name``; the other cells are gaps."""
+    return go.Heatmap(
+        z=np.where(missing, 1.0, np.nan),
+        x=x,
+        y=y,
+        colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]],
+        showscale=False,
+        hoverongaps=False,
+        hovertemplate=f"{hover}<extra></extra>",
+        name=name,
+    )
+
+
 def _heatmap(
     matrix: pd.DataFrame,
     title: str,
@@ -257,18 +272,7 @@ def _heatmap(
     n = len(matrix)
     fig = go.Figure()
     if missing.any():
-        fig.add_trace(
-            go.Heatmap(
-                z=np.where(missing, 1.0, np.nan),
-                x=x,
-                y=y,
-                colorscale=[[0.0, NO_DATA], [1.0, NO_DATA]],
-                showscale=False,
-                hoverongaps=False,
-                hovertemplate="%{y} vs %{x}<br>no battles<extra></extra>",
-                name="no battles",
-            )
-        )
+        fig.add_trace(no_data_layer(missing, x, y, "%{y} vs %{x}<br>no battles", "no battles"))
     fig.add_trace(
         go.Heatmap(
             z=z,
