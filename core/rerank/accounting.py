@@ -2,7 +2,9 @@
 
 Estimated prompt tokens use ``chars / 4`` per shown passage plus the prompt template;
 costs are ``tokens / 1e6 * price`` at user-given prices per million input/output tokens.
-Actual tokens come from the API's ``usage``; cached replies cost nothing. Percentiles are
+Actual tokens come from the API's ``usage``; cached replies cost nothing. A reasoning model's
+``<think>`` tokens are in the completion tokens the server reports (billed as output);
+``reasoning_tokens`` counts them apart where the server says how many. Percentiles are
 nearest-rank (as ranksmith reports them).
 """
 
@@ -123,6 +125,8 @@ class Usage:
     transport_retries: int
     prompt_tokens: int
     completion_tokens: int
+    #: of ``completion_tokens``, those reasoning models spent thinking (where the server says)
+    reasoning_tokens: int
     cost: float
     cost_per_query: float
     calls_per_query: float
@@ -219,6 +223,7 @@ def summarize(
         transport_retries=sum(r.retries for r in records),
         prompt_tokens=prompt,
         completion_tokens=completion,
+        reasoning_tokens=sum(r.reasoning_tokens for r in billed),
         cost=cost,
         cost_per_query=cost / n_q if n_q else 0.0,
         calls_per_query=len(records) / n_q if n_q else 0.0,

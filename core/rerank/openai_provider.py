@@ -137,6 +137,22 @@ def _top_logprobs(data: Any) -> list[tuple[str, float]] | None:
     return pairs or None
 
 
+def _usage(data: Any) -> tuple[int, int, int]:
+    """(prompt, completion, reasoning) tokens of a body's ``usage`` (missing: 0). The completion
+    tokens as reported include a reasoning model's thinking; ``completion_tokens_details.
+    reasoning_tokens`` says how many of them, when the server gives it."""
+    usage = data.get("usage") if isinstance(data, dict) else None
+    if not isinstance(usage, dict):
+        return 0, 0, 0
+    details = usage.get("completion_tokens_details")
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else None
+    return (
+        int(usage.get("prompt_tokens") or 0),
+        int(usage.get("completion_tokens") or 0),
+        int(reasoning) if isinstance(reasoning, (int, float)) and not isinstance(reasoning, bool) else 0,
+    )
+
+
 def _reply_data(response: httpx2.Response) -> Any:
     """The decoded JSON of a 200 reply; `MalformedReplyError` when the body is not JSON (not
     UTF-8, truncated, an HTML error page, whatever the content type says)."""
@@ -164,6 +180,7 @@ class Reply:
     fault: str | None = None  # a malformed body that persisted through the retries: what was wrong
     endpoint: str = ""  # the base URL that answered ("" for a cache hit)
     top_logprobs: list[tuple[str, float]] | None = None  # first token's alternatives (when asked for)
+    reasoning_tokens: int = 0  # of completion_tokens, a reasoning model's (when the server reports them)
 
 
 #: A provider operation as a generator: yields the messages to send, receives the `Reply`,
@@ -187,6 +204,7 @@ def _record(
             cache_hit=reply.cache_hit,
             retries=reply.retries,
             endpoint=reply.endpoint,
+            reasoning_tokens=reply.reasoning_tokens,
         )
 
 
@@ -398,6 +416,7 @@ class OpenAIProvider(BaseProvider):
             True,
             0,
             top_logprobs=[(str(t), float(lp)) for t, lp in top] if isinstance(top, list) else None,
+            reasoning_tokens=int(hit.get("reasoning_tokens", 0)),
         )
 
     def _store(self, key: str | None, reply: Reply, logprobs: bool = False) -> None:
@@ -408,6 +427,7 @@ class OpenAIProvider(BaseProvider):
                 "reply": reply.text,
                 "prompt_tokens": reply.prompt_tokens,
                 "completion_tokens": reply.completion_tokens,
+                "reasoning_tokens": reply.reasoning_tokens,
                 "model": self.model,
             }
             if reply.top_logprobs is not None:
@@ -419,40 +439,32 @@ class OpenAIProvider(BaseProvider):
         """Reply text and token usage from the HTTP response (``choices[0].message.content``,
         ``usage.prompt_tokens`` / ``usage.completion_tokens``; missing usage counts as 0).
         `MalformedReplyError` when the body is not JSON, has no ``choices[0].message`` or its
-        content is not a non-empty string. ``logprobs``: the first token's alternatives are read
-        too, and an empty content is accepted (one token may be whitespace)."""
+        content is not a non-empty string (a server's separate ``reasoning_content`` is never
+        read: the answer is ``content``, parsed after any ``<think>`` block). ``logprobs``: the
+        first token's alternatives are read too, and an empty content is accepted (one token
+        may be whitespace)."""
         data = _reply_data(response)
         try:
             text = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             return _malformed("no choices[0].message in the body")
+        prompt, completion, reasoning = _usage(data)
         if logprobs:
-            usage = data.get("usage") if isinstance(data, dict) else None
-            usage = usage if isinstance(usage, dict) else {}
             return Reply(
                 text if isinstance(text, str) else "",
-                int(usage.get("prompt_tokens") or 0),
-                int(usage.get("completion_tokens") or 0),
+                prompt,
+                completion,
                 latency_ms,
                 False,
                 retries,
                 top_logprobs=_top_logprobs(data),
+                reasoning_tokens=reasoning,
             )
         if not isinstance(text, str) or not text.strip():
             return _malformed(
                 "empty content" if text is not None else "null content", text if isinstance(text, str) else ""
             )
-        usage = data.get("usage") if isinstance(data, dict) else None
-        if not isinstance(usage, dict):
-            usage = {}
-        return Reply(
-            text,
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-            latency_ms,
-            False,
-            retries,
-        )
+        return Reply(text, prompt, completion, latency_ms, False, retries, reasoning_tokens=reasoning)
 
     def _next_delay(self, exc: BaseException, retries: int, started: float, endpoint: str | None = None) -> float:
         """Seconds to wait before retry number ``retries + 1``, or `ProviderError` (redacted)

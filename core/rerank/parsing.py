@@ -8,6 +8,14 @@ Replies must be exactly one JSON object (surrounding whitespace allowed):
 * grade:   ``{"grade": g}``  an integer in 0..scale
 * score:   no JSON: the first generated token's top log-probabilities (`parse_first_token`)
 
+Reasoning models (DeepSeek-R1, Qwen3) open their reply with ``<think>...</think>``: every JSON
+parser reads what follows the block (`strip_reasoning`, applied once in `parse_reply`, so
+listwise, pairwise, setwise, TourRank, AcuRank and pointwise replies alike). A reply that is
+only a think block, or whose ``<think>`` is never closed, is invalid. A server's separate
+``reasoning_content`` field is never read for parsing; the block's tokens are in the
+completion tokens the server reports (``completion_tokens_details.reasoning_tokens`` kept apart
+when given).
+
 Anything else raises `InvalidOutputError` with a reason that can be sent back to the model.
 Parsers return 0-based indices.
 """
@@ -23,6 +31,34 @@ from core.rerank.errors import InvalidOutputError
 from core.rerank.prompts import FIRST_TOKEN_LABELS
 
 _decoder = json.JSONDecoder()
+
+
+THINK_OPEN, THINK_CLOSE = "<think>", "</think>"
+
+
+def strip_reasoning(raw: str | None) -> str | None:
+    """The answer after a leading ``<think>...</think>`` block (leading whitespace allowed
+    before it), or ``raw`` itself when it does not start with one. `InvalidOutputError`:
+    ``unclosed_think`` (``<think>`` never closed: the reasoning ran out of tokens) and
+    ``only_reasoning`` (nothing after the block)."""
+    if raw is None:
+        return None
+    text = str(raw).lstrip()
+    if not text.startswith(THINK_OPEN):
+        return raw
+    end = text.find(THINK_CLOSE)
+    if end < 0:
+        raise InvalidOutputError(
+            "unclosed_think",
+            "the reply opened <think> and never closed it; end the reasoning and reply with the JSON object",
+            raw,
+        )
+    answer = text[end + len(THINK_CLOSE) :]
+    if not answer.strip():
+        raise InvalidOutputError(
+            "only_reasoning", "the reply held only a <think> block; after it, reply with the JSON object", raw
+        )
+    return answer
 
 
 def _load_object(raw: str | None, key: str) -> Any:
@@ -128,6 +164,13 @@ def parse_first_token(top_logprobs: Sequence[tuple[str, float]], n: int, raw: st
             found = True
     if not found:
         seen = ", ".join(repr(t) for t, _ in list(top_logprobs)[:5]) or "none"
+        if any(t.strip().startswith("<think") for t, _ in list(top_logprobs)[:1]):
+            raise InvalidOutputError(
+                "reasoning_first",
+                "the first token opened a <think> block; first-token scoring needs the label as the first token "
+                "(turn the model's thinking off)",
+                raw,
+            )
         raise InvalidOutputError(
             "no_label",
             f"the first token was not one of the labels A to {FIRST_TOKEN_LABELS[max(0, n - 1)]} (top tokens: {seen})",
@@ -137,7 +180,9 @@ def parse_first_token(top_logprobs: Sequence[tuple[str, float]], n: int, raw: st
 
 
 def parse_reply(op: str, raw: str | None, *, n: int, m: int | None = None, scale: int = 3) -> Any:
-    """Dispatch on the operation name."""
+    """Dispatch on the operation name, after a reasoning model's ``<think>`` block
+    (`strip_reasoning`): the one place every strategy's reply is parsed."""
+    raw = strip_reasoning(raw)
     if op == "rank":
         return parse_ranking(raw, n)
     if op == "compare":

@@ -38,6 +38,7 @@ RECORD_COLUMNS: tuple[str, ...] = (
     "latency_ms",
     "prompt_tokens",
     "completion_tokens",
+    "reasoning_tokens",
     "cache_hit",
     "retries",
     "endpoint",
@@ -69,6 +70,9 @@ class CallRecord:
     #: a request that got no reply (transport retries spent, refused): ``reason`` says why; not
     #: counted as a call or an invalid reply in the usage, but kept in the log
     failed: bool = False
+    #: of ``completion_tokens``, those a reasoning model spent thinking, when the server reports
+    #: them (``usage.completion_tokens_details.reasoning_tokens``; else 0)
+    reasoning_tokens: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """Flat row: ``shown`` as space-separated labels, ``parsed`` as JSON text."""
@@ -128,6 +132,7 @@ class OpTrace:
         retries: int = 0,
         endpoint: str = "",
         failed: bool = False,
+        reasoning_tokens: int = 0,
     ) -> None:
         """Record one model request (its ``attempt`` is the number of records before it)."""
         self.records.append(
@@ -150,5 +155,6 @@ class OpTrace:
                 retries,
                 endpoint,
                 failed,
+                reasoning_tokens,
             )
         )

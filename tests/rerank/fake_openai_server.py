@@ -107,6 +107,8 @@ class Action:
     truncate: bool = False  # announce the whole body, send half of it, then close the connection
     reset: bool = False  # read the request, then reset the connection (TCP RST) without any reply
     logprobs: list[tuple[str, float]] | None = None  # first token's top alternatives (when asked for)
+    message: dict[str, Any] = field(default_factory=dict)  # extra message keys (``reasoning_content``)
+    usage: dict[str, Any] | None = None  # the body's ``usage`` (default 100 prompt + 10 completion tokens)
 
 
 def malformed(kind: str) -> Action:
@@ -211,11 +213,12 @@ class FakeOpenAIServer:
                                 {
                                     "index": 0,
                                     "finish_reason": "stop",
-                                    "message": {"role": "assistant", "content": content},
+                                    "message": {"role": "assistant", "content": content, **action.message},
                                     "logprobs": logprobs,
                                 }
                             ],
-                            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                            "usage": action.usage
+                            or {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
                         }
                     ).encode()
                 try:

@@ -56,6 +56,7 @@ USAGE_KEYS = {
     "transport_retries",
     "prompt_tokens",
     "completion_tokens",
+    "reasoning_tokens",
     "cost",
     "cost_per_query",
     "calls_per_query",
