@@ -2,7 +2,7 @@
 
 ``pairs`` (which answers meet: every model against a baseline, every unordered pair, or a
 seeded sample) ← ``prompts`` (the versioned judge prompt, `PROMPT_VERSION`) ← ``parsing``
-(think blocks stripped, the one ``[[A]]`` / ``[[B]]`` / ``[[C]]`` / ``[[D]]`` verdict read) ←
+(the leading think block stripped by `core.rerank.parsing.strip_reasoning`, then the one ``[[A]]`` / ``[[B]]`` / ``[[C]]`` / ``[[D]]`` verdict read) ←
 ``verdicts`` (the two positions combined into FastChat's winner labels, position bias and
 consistency) ← ``agreement`` (agreement rate, Cohen's kappa and the confusion matrix against
 human votes) ← ``judges`` (the offline deterministic judge and the LLM judge over

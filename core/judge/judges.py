@@ -118,6 +118,7 @@ def _record(
         latency_ms=reply.latency_ms,
         prompt_tokens=reply.prompt_tokens,
         completion_tokens=reply.completion_tokens,
+        reasoning_tokens=reply.reasoning_tokens,
         cache_hit=reply.cache_hit,
         retries=reply.retries,
         endpoint=reply.endpoint,

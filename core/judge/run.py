@@ -94,7 +94,7 @@ class PairResult:
 class JudgeUsage:
     """After a run: pairs judged and failed, model calls (re-asks, invalid replies, cache hits,
     transport retries; requests without a reply are not calls), billed tokens (cache hits
-    excluded) and cost, call latency percentiles (nearest rank, cache hits excluded), wall time."""
+    excluded; ``reasoning_tokens``: of the completion tokens, thinking, where the server says) and cost, call latency percentiles (nearest rank, cache hits excluded), wall time."""
 
     pairs: int
     judged: int
@@ -107,6 +107,7 @@ class JudgeUsage:
     transport_retries: int
     prompt_tokens: int
     completion_tokens: int
+    reasoning_tokens: int
     cost: float
     call_p50_ms: float
     call_p95_ms: float
@@ -180,6 +181,7 @@ class JudgeRun:
             transport_retries=sum(r.retries for r in replies),
             prompt_tokens=prompt,
             completion_tokens=completion,
+            reasoning_tokens=sum(r.reasoning_tokens for r in billed),
             cost=(prices or Prices()).cost(prompt, completion),
             call_p50_ms=percentile(latencies, 50),
             call_p95_ms=percentile(latencies, 95),
