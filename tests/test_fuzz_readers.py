@@ -50,6 +50,7 @@ from core.io import (
     sniff_kind,
 )
 from core.io.corpus import read_candidate_table
+from core.io.judge_answers import read_judge_answers
 from core.metrics import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -98,6 +99,11 @@ ANSWER_SEEDS = {
     "answers.csv": b"qid,prediction,reference\n1,Paris,Paris\n1,Paris,paris france\n2,42,forty-two\n",
     "answers.jsonl": b'{"qid": "1", "prediction": "Paris", "references": ["Paris", "Paris, France"]}\n'
     b'{"qid": 2, "prediction": "42", "reference": "forty two"}\n',
+}
+JUDGE_SEEDS = {
+    "judge.jsonl": b'{"qid": "q1", "question": "Why?", "model": "a", "answer": "Because.", "category": "c"}\n'
+    b'{"qid": 2, "question": "How?", "model": "b", "answer": "So."}\n',
+    "judge.csv": b'qid,question,model,answer\nq1,Why?,a,"two\nlines"\nq1,Why?,b,one\n',
 }
 CHUNK_SEEDS = {
     "chunks.csv": b"chunk_id,doc_id\nc1,d1\nc2,d1\nc3,d2\n",
@@ -396,6 +402,13 @@ def test_answer_reader(file: tuple[str, bytes]) -> None:
 
 
 @fuzz(80)
+@given(mutated(JUDGE_SEEDS))
+def test_judge_answer_reader(file: tuple[str, bytes]) -> None:
+    for answer in outcome(read_judge_answers, file[1], file[0]) or []:
+        clean_ids([answer.qid, answer.model], "qid or model")
+
+
+@fuzz(80)
 @given(mutated(CHUNK_SEEDS))
 def test_chunk_map_reader(file: tuple[str, bytes]) -> None:
     frame = outcome(read_chunk_map, file[1], file[0])
@@ -554,6 +567,7 @@ READERS: dict[str, tuple[Callable[..., Any], str]] = {
     "cands": (read_candidates, ""),
     "first": (read_candidate_table, ""),
     "kind": (sniff_kind, ""),
+    "judge": (read_judge_answers, ""),
 }
 
 

@@ -234,6 +234,7 @@ def test_reader_jsonl_csv_parquet_agree(tmp_path) -> None:
         ([{**GOOD[0], "model": None}], 1, "missing model"),
         ([{**GOOD[0], "answer": ["x"]}], 1, "answer"),
         ([{**GOOD[0], "qid": "q\x1b1"}], 1, "control character"),
+        ([GOOD[1], {**GOOD[0], "category": "a\tb"}], 2, "category 'a\\tb' contains a control character"),
     ],
 )
 def test_reader_errors_name_file_and_line(tmp_path, rows, line, what) -> None:
@@ -242,6 +243,16 @@ def test_reader_errors_name_file_and_line(tmp_path, rows, line, what) -> None:
     with pytest.raises(DataError) as info:
         read_judge_answers(path)
     assert info.value.line == line and what in str(info.value) and "bad.jsonl" in str(info.value)
+
+
+def test_reader_parquet_errors_name_the_row(tmp_path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = [{k: str(v) for k, v in r.items()} for r in (GOOD[0], GOOD[0])]
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "dup.parquet")
+    with pytest.raises(DataError, match=r"dup.parquet, row 2: .*twice \(first on row 1\)"):
+        read_judge_answers(tmp_path / "dup.parquet")
 
 
 def test_reader_csv_errors_name_the_record_start(tmp_path) -> None:

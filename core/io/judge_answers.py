@@ -4,7 +4,8 @@ Fields ``qid, question, model, answer`` and optionally ``category``, in JSONL (o
 line), CSV / TSV (a header naming them; quoted values may hold newlines) or Parquet. Keys and
 header names are compared lower-cased. A qid and a model name are ids (a string or integer, no
 control character); question, answer and category are text. Refused, naming the file and the
-line (CSV: where the record starts; Parquet: the row): a missing field, a wrong type, an empty
+line (CSV: where the record starts; Parquet: the row): a missing field, a control character in a qid, model
+or category, a wrong type, an empty
 answer's model, the same (qid, model) twice, one qid with two different questions.
 
 Not the ``answers`` kind of `core.io.kinds` (``qid, prediction, reference``: answer-level
@@ -91,8 +92,10 @@ def _answer(
     model = json_id(rec["model"], "model", display, number)
     question = json_text(rec["question"], "question", display, number)
     answer = json_text(rec["answer"], "answer", display, number)
-    category = rec.get("category")
-    category = "" if category is None else json_text(category, "category", display, number).strip()
+    raw_category = rec.get("category")
+    category = "" if raw_category is None else json_text(raw_category, "category", display, number).strip()
+    if category:  # written into the votes, whose reader refuses a control character in a category
+        category = json_id(category, "category", display, number)
     key = (qid, model)
     if key in seen:
         raise DataError(
