@@ -36,8 +36,6 @@ if TYPE_CHECKING:
 EXIT_PAIRS_FAILED = 3
 #: failed pairs named one per line on stderr before "... and N more"
 SHOWN_FAILURES = 20
-#: the first columns of the votes written (`OutputGuard` recognises an earlier output by them)
-VOTES_HEAD = ("model_a", "model_b", "winner", "judge")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,8 +101,12 @@ def _claim(args: argparse.Namespace) -> None:
         return
     if not args.output:
         raise DataError("no output given", expected="-o votes.csv (or votes.jsonl)")
+    from core.judge.run import VOTE_COLUMNS
+
     guard = OutputGuard([args.answers, args.human_votes], force=args.force)
-    kind = json_kind(VOTES_HEAD, lines=True) if _jsonl(args.output) else csv_kind(",".join(VOTES_HEAD))
+    # an earlier judge-pairs output only: its whole header (a people's votes file starting with
+    # model_a,model_b,winner,judge is not replaced without --force)
+    kind = json_kind(VOTE_COLUMNS, lines=True) if _jsonl(args.output) else csv_kind(",".join(VOTE_COLUMNS))
     guard.claim(args.output, kind)
     if args.log:
         guard.claim(args.log, json_kind(("qid", "strategy", "op"), lines=True))
@@ -248,6 +250,7 @@ def run(args: argparse.Namespace) -> int:
         with atomic_write(args.log, "w") as fh:
             for rec in result.records:
                 fh.write(json.dumps(rec.to_dict(), ensure_ascii=False, default=str) + "\n")
+    _endpoint_lines(judge, result, Prices(args.input_price, args.output_price))
     bias = result.bias()
     _say(bias.text())
     usage = result.usage(est.calls if est is not None else 0, Prices(args.input_price, args.output_price))
@@ -268,6 +271,20 @@ def run(args: argparse.Namespace) -> int:
         )
     _summary(args, usage, bias, agreed)
     return EXIT_PAIRS_FAILED if failed else 0
+
+
+def _endpoint_lines(judge: Judge, result: JudgeRun, prices: Any) -> None:
+    """One stderr line per endpoint when the calls went to several (`core.rerank.usage_by_endpoint`)."""
+    from core.rerank import usage_by_endpoint
+
+    provider = getattr(judge, "provider", None)
+    rows = usage_by_endpoint(result.records, prices, [provider] if provider is not None else [])
+    if len(rows) > 1:
+        for u in rows:
+            _say(
+                f"endpoint: {u.endpoint}: {u.calls} calls, {u.prompt_tokens + u.completion_tokens} tokens, "
+                f"${u.cost:.4f}, {u.attempts} attempts, {u.failures} failed, skipped {u.times_down} times"
+            )
 
 
 def _version() -> str:

@@ -280,9 +280,10 @@ def test_refusals_before_any_call(env, judge_server, capsys) -> None:
     write_answers(env / "answers.jsonl", 1)
     assert cli_main(argv(env, judge_server.base_url, out="answers.jsonl")) == 2
     assert "error:" in capsys.readouterr().err and judge_server.requests == []
-    (env / "votes.csv").write_text("something else\n")
-    assert cli_main(argv(env, judge_server.base_url)) == 2
-    assert "--force" in capsys.readouterr().err
+    for other in ("something else\n", "model_a,model_b,winner,judge\nx,y,tie,people\n"):  # not judge-pairs' own
+        (env / "votes.csv").write_text(other)
+        assert cli_main(argv(env, judge_server.base_url)) == 2
+        assert "--force" in capsys.readouterr().err
     assert cli_main(argv(env, judge_server.base_url, "--force")) == 0
     capsys.readouterr()
     bad = argv(env, judge_server.base_url)
@@ -294,6 +295,16 @@ def test_refusals_before_any_call(env, judge_server, capsys) -> None:
     assert cli_main(argv(env, judge_server.base_url)) == 2
     assert re.search(r"error: .*answers.jsonl, line 1: missing answer", capsys.readouterr().err)
     assert len(judge_server.requests) == sent  # refused before any call
+
+
+def test_several_endpoints_share_the_calls(env, judge_server, capsys) -> None:
+    write_answers(env / "answers.jsonl", 2)
+    with FakeOpenAIServer(responder=judge_reply) as other:
+        args = argv(env, judge_server.base_url, "--base-url", other.base_url, "--concurrency", "4")
+        assert cli_main(args) == 0
+        assert judge_server.requests and other.requests
+    lines = [line for line in capsys.readouterr().err.splitlines() if line.startswith("endpoint: ")]
+    assert len(lines) == 2 and sum(int(line.split(": ")[2].split()[0]) for line in lines) == 12
 
 
 def test_offline_judge_needs_no_server(env, capsys) -> None:
