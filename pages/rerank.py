@@ -107,7 +107,11 @@ if qrels_name != NO_QRELS:
 # ---- provider ---------------------------------------------------------------------------------------
 st.subheader("Provider")
 provider_kind = st.radio(
-    "Provider", list(PROVIDERS), horizontal=True, key="rr_provider", format_func=lambda k: PROVIDERS[k].label
+    "Provider",
+    [k for k, spec in PROVIDERS.items() if spec.page],
+    horizontal=True,
+    key="rr_provider",
+    format_func=lambda k: PROVIDERS[k].label,
 )
 if provider_kind == "lexical":
     st.caption(reports.LEXICAL_NOTE)

@@ -19,6 +19,8 @@ per method and query (metric values, status, calls, latency; CSV, or JSON by ext
 key=value`` sets its parameters); ``--base-url`` given several times spreads the calls over
 those servers (``--endpoint-concurrency`` caps each), with one usage line per endpoint on
 stderr. ``--max-calls`` / ``--max-cost`` refuse a run whose exact estimate exceeds them.
+``--provider rerank-api --api-flavor cohere|jina|tei|vllm-rerank|vllm-score`` scores with a
+cross-encoder's ``/rerank`` API (`core.rerank.rerank_api`): pointwise only, one call per query.
 """
 
 from __future__ import annotations
@@ -112,7 +114,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="auto",
         help="auto = openai when an API key is set in the environment, else lexical",
     )
-    pv.add_argument("--model", help="model name (Azure: the deployment)")
+    pv.add_argument("--model", help="model name (Azure: the deployment; rerank-api: the reranker)")
+    pv.add_argument(
+        "--api-flavor",
+        choices=("cohere", "jina", "tei", "vllm-rerank", "vllm-score"),
+        help="with --provider rerank-api: the API's JSON (default cohere: Cohere's /v1/rerank, which Jina and "
+        "vLLM's /v1/rerank also speak); tei = Hugging Face TEI /rerank, vllm-score = vLLM /score",
+    )
     pv.add_argument(
         "--base-url",
         action="append",
@@ -209,7 +217,7 @@ def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:
             "seed": args.seed,
             "stages": parse_stages(args.stages) if args.stages else None,
         },
-        "pointwise": {"scale": int(args.scale)},
+        "pointwise": {"scale": int(args.scale), "relevance": True if _provider_kind(args) == "rerank-api" else None},
         "prp-allpairs": {"max_docs": args.max_docs},
         "setwise": {"set_size": args.set_size, "top_k": args.top_k},
         "firsttoken": {"window": args.window, "stride": args.stride},
@@ -271,6 +279,21 @@ def _provider_kind(args: argparse.Namespace) -> str:
     return "lexical"
 
 
+def _check_provider(args: argparse.Namespace, strategies: list[str]) -> None:
+    """``--provider rerank-api`` serves the pointwise strategy only; ``--api-flavor`` only with it."""
+    kind = _provider_kind(args)
+    if kind == "rerank-api":
+        others = [s for s in strategies if s != "pointwise"]
+        if others:
+            raise DataError(
+                f"--provider rerank-api scores passages with a cross-encoder; it serves --strategy pointwise only "
+                f"(not {', '.join(others)})",
+                expected="--strategy pointwise",
+            )
+    elif args.api_flavor:
+        raise DataError("--api-flavor applies to --provider rerank-api", expected="--provider rerank-api")
+
+
 def _factory(args: argparse.Namespace, kind: str) -> Callable[[], AsyncProvider]:
     """A fresh provider ``kind`` (a registry name) per strategy, from the command-line settings."""
     from core.rerank import RetryPolicy, make_provider
@@ -278,6 +301,18 @@ def _factory(args: argparse.Namespace, kind: str) -> Callable[[], AsyncProvider]
     def make() -> AsyncProvider:
         if kind == "lexical":
             return make_provider("lexical", scale=int(args.scale))
+        if kind == "rerank-api":
+            return make_provider(
+                kind,
+                model=args.model,
+                base_url=args.base_url,
+                flavor=args.api_flavor,
+                endpoint_concurrency=args.endpoint_concurrency,
+                timeout=args.timeout,
+                retry=RetryPolicy(max_retries=args.max_retries),
+                cache_dir=args.cache_dir,
+                no_cache=args.no_cache,
+            )
         return make_provider(
             kind,
             model=args.model,
@@ -460,6 +495,7 @@ def run(args: argparse.Namespace) -> int:
     from core.rerank.keys import resolve_api_key
 
     strategies = _strategies(args)
+    _check_provider(args, strategies)
     _claim_outputs(args, strategies)  # before any input is read
     metrics = _metric_names(args)  # bad metrics or cutoffs fail before any call
     cands, demo_qrels = _candidates(args)
@@ -492,6 +528,10 @@ def run(args: argparse.Namespace) -> int:
     args.cache_dir = args.cache_dir or str(default_cache_dir())
     if args.clear_cache:  # only the namespace of the key the provider will resolve (no key: anonymous)
         key, _ = resolve_api_key(None, azure=bool(args.azure_endpoint))
+        if kind == "rerank-api":
+            from core.rerank.rerank_api import resolve_key
+
+            key, _ = resolve_key(None, args.api_flavor or "cohere")
         removed = ReplyCache(args.cache_dir).bind_credential(key).clear()
         print(f"cleared {removed} cached replies of this key from {args.cache_dir}", file=sys.stderr)
     if args.engine == "ray":  # every worker reaches the same cache: a rerun resumes

@@ -23,13 +23,14 @@ CHARS_PER_TOKEN = 4.0
 #: Passages a strategy's ``select`` keeps, by strategy, for the completion-token estimate
 #: (others: half of those shown, at least one).
 SELECT_KEEP: dict[str, Callable[[int], int]] = {"setwise": lambda k: 1}
-TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90, "score": 100}
+TEMPLATE_TOKENS = {"rank": 110, "compare": 80, "select": 110, "grade": 90, "score": 100, "relevance": 0}
 COMPLETION_TOKENS = {
     "rank": lambda k, m: 4 * k + 6,
     "compare": lambda k, m: 8,
     "select": lambda k, m: 4 * (m or 1) + 6,
     "grade": lambda k, m: 8,
     "score": lambda k, m: 1,  # first-token scoring: max_tokens=1
+    "relevance": lambda k, m: 0,  # a /rerank API: scores, no generated tokens
 }
 
 

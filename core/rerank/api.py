@@ -42,10 +42,10 @@ from typing import Any
 from core.rerank.accounting import Estimate, Prices, Usage, estimate, summarize
 from core.rerank.batch import Progress, rerank_candidates
 from core.rerank.candidates import CandidateSet, QueryCandidates
-from core.rerank.driver import QueryResult, arerank_query, rerank_query
+from core.rerank.driver import QueryResult, arerank_query, provider_params, rerank_query
 from core.rerank.errors import RerankBudgetError, RerankInputError
 from core.rerank.provider import AsyncProvider
-from core.rerank.registry import make_provider
+from core.rerank.registry import PROVIDERS, make_provider
 from core.rerank.strategies import TABLE, resolve_params
 from core.rerank.trace import CallRecord
 from core.rerank.transport import BREAKER_THRESHOLD
@@ -199,6 +199,12 @@ def _provider(provider: Any, options: Mapping[str, Any] | None) -> tuple[AsyncPr
     if options:
         raise RerankInputError("provider_options apply to a provider given by name, not to a provider object")
     return provider, False
+
+
+def _for_provider(strategy: str, params: dict[str, Any], provider: Any) -> dict[str, Any]:
+    """``params`` as ``provider`` (a name or an object) needs them: a ``/rerank`` API serves the
+    pointwise strategy with ``relevance`` on (`driver.provider_params`), known before the estimate."""
+    return provider_params(strategy, params, PROVIDERS.get(provider) if isinstance(provider, str) else provider)
 
 
 def _params(strategy: str, top_k: int | None, params: dict[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -407,6 +413,7 @@ def rerank(
     ``strict``: ranksmith's contract (an invalid reply raises `StrictOutputError`, a passage
     over ``max_chars`` `DocumentTooLongError`)."""
     prices = prices or Prices()
+    params = _for_provider(strategy, params, provider)
     one = _prepare_one(
         query, documents, strategy, top_k, params, qid, prices, max_calls, max_cost, strict, max_chars, shuffle_seed
     )
@@ -443,6 +450,7 @@ async def arerank(
     prices = prices or Prices()
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise RerankInputError(f"concurrency must be a positive integer (got {concurrency!r})")
+    params = _for_provider(strategy, params, provider)
     one = _prepare_one(
         query, documents, strategy, top_k, params, qid, prices, max_calls, max_cost, strict, max_chars, shuffle_seed
     )
@@ -516,7 +524,7 @@ def rerank_batch(
     if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
         raise RerankInputError(f"concurrency must be a positive integer (got {concurrency!r})")
     cands = _queries(queries)
-    p, _ = _params(strategy, top_k, params)
+    p, _ = _params(strategy, top_k, _for_provider(strategy, params, provider))
     est = estimate(strategy, cands.estimate_sizes(), p, prices)
     check_budget(est, max_calls, max_cost)
     prov, owned = _provider(provider, provider_options)

@@ -31,7 +31,7 @@ from core.data import Run
 from core.errors import RankLensError
 from core.rerank.accounting import Estimate, Prices, Usage, estimate, summarize
 from core.rerank.candidates import CandidateSet, QueryCandidates
-from core.rerank.driver import QueryResult, arerank_query, rerank_query
+from core.rerank.driver import QueryResult, arerank_query, provider_params, rerank_query
 from core.rerank.endpoints import EndpointUsage, usage_by_endpoint
 from core.rerank.errors import LogprobsUnsupportedError, RerankConfigError, StrictOutputError
 from core.rerank.provider import AsyncProvider, Provider
@@ -207,7 +207,7 @@ def rerank_candidates(
     ``breaker``: after that many consecutive connection failures across the batch (0: never) the
     run stops: every query not yet done fails at once (keeping its first-stage order in
     ``full_run``) and a note says so; replies already received stay in the provider's cache."""
-    params = {k: v for k, v in (params or {}).items() if v is not None}
+    params = provider_params(strategy, {k: v for k, v in (params or {}).items() if v is not None}, provider)
     resolve_params(strategy, params)  # bad parameters fail the whole batch up front
     est = estimate(strategy, cands.estimate_sizes(), params, prices)
     done = {"queries": 0, "calls": 0}

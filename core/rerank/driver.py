@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 from collections.abc import Callable
@@ -55,7 +56,7 @@ def _fallback_note(op: Op) -> str:
         return f"took the first {int(op.m or 0)} in shown order"
     if op.kind == "grade":
         return "used the lowest grade"
-    if op.kind == "score":
+    if op.kind in ("score", "relevance"):
         return "kept the shown order"
     raise ValueError(op.kind)
 
@@ -98,6 +99,14 @@ def _validate(op: Op, answer: Any, scale: int) -> tuple[Any, str | None]:
         ):
             return [float(x) for x in answer], None
         return [0.0] * k, f"not {k} probabilities in 0..1"
+    if op.kind == "relevance":  # a /rerank API's scores, one per shown passage, any finite number
+        if (
+            isinstance(answer, (list, tuple))
+            and len(answer) == k
+            and all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in answer)
+        ):
+            return [float(x) for x in answer], None
+        return [0.0] * k, f"not {k} finite scores"
     raise ValueError(op.kind)
 
 
@@ -175,6 +184,29 @@ def _scorer(provider: Provider, method: str) -> Callable[..., Any]:
     return fn
 
 
+def _relevance(provider: Provider, method: str) -> Callable[..., Any]:
+    """The provider's passage scorer (``relevance`` / ``arelevance``: a ``/rerank`` API), or
+    `RerankConfigError` for a provider without one."""
+    fn = getattr(provider, method, None)
+    if not callable(fn):
+        raise RerankConfigError(f"{provider.name}: this provider gives no relevance scores (a /rerank API does)")
+    return fn
+
+
+def provider_params(strategy: str, params: dict[str, Any], provider: Any) -> dict[str, Any]:
+    """``params`` as ``provider`` needs them: a scoring provider (``relevance_only``, a
+    ``/rerank`` API) serves the pointwise strategy only, with ``relevance`` on; any other
+    strategy is a `RerankConfigError` before any call."""
+    if not getattr(provider, "relevance_only", False):
+        return params
+    if strategy != "pointwise":
+        raise RerankConfigError(
+            f"{getattr(provider, 'name', 'provider')}: a /rerank API scores passages; it serves the pointwise "
+            f"strategy only (not {strategy!r})"
+        )
+    return {**params, "relevance": True}
+
+
 def _ask(provider: Provider, query: str, texts: list[str], op: Op, trace: OpTrace) -> Any:
     """The provider's answer to ``op`` (its passages shown in ``op.ids`` order)."""
     shown = [texts[i] for i in op.ids]
@@ -190,6 +222,8 @@ def _ask(provider: Provider, query: str, texts: list[str], op: Op, trace: OpTrac
         return provider.grade(query, passage, trace=trace)
     if op.kind == "score":
         return _scorer(provider, "score")(query, shown, trace=trace)
+    if op.kind == "relevance":
+        return _relevance(provider, "relevance")(query, shown, trace=trace)
     raise ValueError(op.kind)
 
 
@@ -208,6 +242,8 @@ async def _aask(provider: AsyncProvider, query: str, texts: list[str], op: Op, t
         return await provider.agrade(query, passage, trace=trace)
     if op.kind == "score":
         return await _scorer(provider, "ascore")(query, shown, trace=trace)
+    if op.kind == "relevance":
+        return await _relevance(provider, "arelevance")(query, shown, trace=trace)
     raise ValueError(op.kind)
 
 
@@ -346,7 +382,7 @@ def _setup(
 ) -> _Setup:
     """Resolve parameters, truncate, shuffle (seeded) and open the query's trace (its records
     appended to ``log`` when given; ``breaker``: the batch's, consulted by every call)."""
-    p = resolve_params(name, params)
+    p = resolve_params(name, provider_params(name, params, provider))
     texts, truncated = prepare_texts([str(t) for t in passages], max_chars, strict, qid)
     n = len(texts)
     perm = list(range(n))

@@ -13,8 +13,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Op:
-    """One provider call: ``kind`` in rank|compare|select|grade on positions ``ids`` (shown in
-    this order); ``m`` for select."""
+    """One provider call: ``kind`` in rank|compare|select|grade|score|relevance on positions
+    ``ids`` (shown in this order); ``m`` for select."""
 
     kind: str
     ids: tuple[int, ...]

@@ -50,8 +50,8 @@ from core.rerank.errors import RerankConfigError
 from core.rerank.strategies import Op, Outcome, StrategyGen, StrategySpec
 
 #: Operation kinds a strategy may yield (answered by every provider; ``score`` needs
-#: log-probabilities).
-OP_KINDS: frozenset[str] = frozenset({"rank", "compare", "select", "grade", "score"})
+#: log-probabilities, ``relevance`` a scoring provider: a ``/rerank`` API).
+OP_KINDS: frozenset[str] = frozenset({"rank", "compare", "select", "grade", "score", "relevance"})
 
 #: The built-in strategies (cannot be replaced or removed).
 BUILTIN: frozenset[str] = frozenset(_st.TABLE)

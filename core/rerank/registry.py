@@ -27,6 +27,10 @@ class ProviderSpec:
     offline: bool
     build: Callable[..., AsyncProvider]
     logprobs: bool = False
+    #: offered on the Rerank page (the page builds lexical and openai providers only)
+    page: bool = True
+    #: scores passages (a ``/rerank`` API): serves the pointwise strategy only, with ``relevance``
+    relevance_only: bool = False
 
 
 def _lexical(*, scale: int = 3) -> AsyncProvider:
@@ -47,11 +51,34 @@ def _openai(
     return OpenAIProvider(cache=cache, **settings)
 
 
+def _rerank_api(
+    *, cache: ReplyCache | None = None, cache_dir: str | None = None, no_cache: bool = False, **settings: Any
+) -> AsyncProvider:
+    """`RerankAPIProvider(**settings)` (``model``, ``base_url``, ``flavor``, ``api_key``,
+    ``timeout``, ``retry``, ``endpoint_concurrency``) with a reply cache as ``_openai``'s; the
+    openai provider's chat settings (temperature, JSON mode, re-asks, Azure) do not apply and
+    are dropped."""
+    from core.rerank.rerank_api import RerankAPIProvider
+
+    keep = ("model", "base_url", "flavor", "api_key", "timeout", "retry", "endpoint_concurrency", "scale")
+    if cache is None:
+        cache = ReplyCache(cache_dir or DEFAULT_DIR, enabled=not no_cache)
+    return RerankAPIProvider(cache=cache, **{k: v for k, v in settings.items() if k in keep})
+
+
 PROVIDERS: dict[str, ProviderSpec] = {
     spec.name: spec
     for spec in (
         ProviderSpec("lexical", "Lexical (BM25, offline, free)", True, _lexical),
         ProviderSpec("openai", "OpenAI API (OpenAI, Azure, compatible server)", False, _openai, logprobs=True),
+        ProviderSpec(
+            "rerank-api",
+            "Rerank API (Cohere, Jina, TEI, vLLM rerank/score)",
+            False,
+            _rerank_api,
+            page=False,
+            relevance_only=True,
+        ),
     )
 }
 
@@ -59,7 +86,7 @@ PROVIDERS: dict[str, ProviderSpec] = {
 def make_provider(kind: str, **settings: Any) -> AsyncProvider:
     """The provider registered as ``kind`` built with ``settings`` (see each spec's ``build``:
     ``lexical`` takes ``scale``; ``openai`` the settings of `OpenAIProvider` plus ``cache`` or
-    ``cache_dir`` / ``no_cache``)."""
+    ``cache_dir`` / ``no_cache``; ``rerank-api`` those of `RerankAPIProvider` and the cache's)."""
     spec = PROVIDERS.get(kind)
     if spec is None:
         raise RerankConfigError(f"unknown provider {kind!r}; expected one of {', '.join(PROVIDERS)}")

@@ -22,7 +22,10 @@ tourrank, given the same answers):
   a point; the next stage is the selections concatenated in group order, in the order given.
   Final order: points descending, then input position. Calls: rounds * total groups.
 * ``pointwise`` (scale 3 or 10): one ``grade`` per document (one batch); order by grade
-  descending then input position; scores are the grades (ties kept).
+  descending then input position; scores are the grades (ties kept). With ``relevance`` (set
+  for a scoring provider, a ``/rerank`` API: `core.rerank.rerank_api`): one ``relevance`` call
+  with every document, order by score descending then input position (ties only where the
+  scores tie); scores are the API's. Calls: n, or 1 with ``relevance``.
 * ``prp-allpairs`` (max_docs=20): both orders of every pair among the first ``max_docs``
   documents (one batch, pairs i<j in input order, ``compare(i, j)`` then ``compare(j, i)``),
   aggregated with a Bradley-Terry fit (undecided = half a win each); documents beyond
@@ -238,7 +241,11 @@ def _tourrank(n: int, rounds: int, stages: Any, seed: int) -> StrategyGen:
     return Outcome(order, [float(x) for x in points], {"points": points, "plan": plan})
 
 
-def _pointwise(n: int, scale: int) -> StrategyGen:
+def _pointwise(n: int, scale: int, relevance: bool = False) -> StrategyGen:
+    if relevance:  # a cross-encoder's scores for every document in one call
+        scores = (yield [Op("relevance", tuple(range(n)))])[0] if n else []
+        order = sorted(range(n), key=lambda i: (-scores[i], i))
+        return Outcome(order, [float(s) for s in scores], {"relevance": [float(s) for s in scores]})
     grades = (yield [Op("grade", (i,)) for i in range(n)]) if n else []
     order = sorted(range(n), key=lambda i: (-grades[i], i))
     return Outcome(order, [float(g) for g in grades], {"grades": list(grades), "scale": scale})
@@ -308,6 +315,8 @@ def _check_tourrank(p: Params) -> None:
 
 def _check_pointwise(p: Params) -> None:
     p["scale"] = parse_scale(p["scale"])
+    if not isinstance(p["relevance"], bool):
+        raise RerankConfigError(f"relevance must be true or false (got {p['relevance']!r})")
 
 
 def _check_allpairs(p: Params) -> None:
@@ -413,12 +422,12 @@ TABLE: dict[str, StrategySpec] = {
         ),
         StrategySpec(
             "pointwise",
-            {"scale": 3},
+            {"scale": 3, "relevance": False},
             _check_pointwise,
-            lambda n, p: _pointwise(n, p["scale"]),
-            lambda n, p: n,
+            lambda n, p: _pointwise(n, p["scale"], p["relevance"]),
+            lambda n, p: 1 if p["relevance"] else n,
             lambda n, p: 1,
-            lambda n, p: [("grade", 1, n)],
+            lambda n, p: [("relevance", n, 1)] if p["relevance"] else [("grade", 1, n)],
         ),
         StrategySpec(
             "prp-allpairs",

@@ -64,7 +64,12 @@ class MalformedReplyError(Exception):
 
 def retry_after_seconds(exc: openai.APIStatusError) -> float | None:
     """The server's ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date), if any."""
-    headers = exc.response.headers
+    return retry_after_header(exc.response.headers)
+
+
+def retry_after_header(headers: Any) -> float | None:
+    """``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date) of a response's headers
+    (any mapping with ``get``), if any."""
     if not headers:
         return None
     ms = headers.get("retry-after-ms")

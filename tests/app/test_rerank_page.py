@@ -34,7 +34,7 @@ def _confirm(at: AppTest) -> AppTest:
 def test_estimate_then_run_rankgpt_on_demo(app):
     at = _open(app)
     assert at.title[0].value == "Rerank"
-    assert at.radio(key="rr_provider").options == [spec.label for spec in PROVIDERS.values()]  # the registry
+    assert at.radio(key="rr_provider").options == [spec.label for spec in PROVIDERS.values() if spec.page]  # registry
     est = at.dataframe[0].value
     assert est["calls"].tolist() == [28]  # 14 demo queries x 2 windows (22-28 candidates, window 20)
     at.button(key="rr_run").click().run()

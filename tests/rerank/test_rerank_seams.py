@@ -85,7 +85,7 @@ def cands(n_queries: int, n_docs: int) -> CandidateSet:
 
 # ---- registry -------------------------------------------------------------------------------
 def test_registry_builds_registered_providers_and_refuses_unknown_names(tmp_path):
-    assert list(PROVIDERS) == ["lexical", "openai"]
+    assert list(PROVIDERS) == ["lexical", "openai", "rerank-api"]
     assert PROVIDERS["lexical"].offline and not PROVIDERS["openai"].offline
     lexical = make_provider("lexical", scale=10)
     assert isinstance(lexical, LexicalProvider) and lexical.scale == 10 and lexical.name == "lexical"
