@@ -132,6 +132,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     pv.add_argument("--azure-endpoint")
     pv.add_argument("--azure-deployment")
     pv.add_argument("--api-version")
+    pv.add_argument(
+        "--prompt-template",
+        metavar="FILE",
+        help="openai: replace the listwise/pairwise/setwise/pointwise prompts by a TOML template file "
+        "(placeholders {query}, {passages}, {num}, {m}, {passage_a}, {passage_b}, {passage}, {format}, ...; "
+        "checked before any call; see docs/templates/)",
+    )
     pv.add_argument("--temperature", type=float, default=0.0)
     pv.add_argument("--no-json-mode", action="store_true", help="do not send response_format=json_object")
     pv.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
@@ -292,6 +299,12 @@ def _check_provider(args: argparse.Namespace, strategies: list[str]) -> None:
             )
     elif args.api_flavor:
         raise DataError("--api-flavor applies to --provider rerank-api", expected="--provider rerank-api")
+    if args.prompt_template and kind != "openai":
+        raise DataError(f"--prompt-template applies to --provider openai (not {kind})", expected="--provider openai")
+    if args.prompt_template:  # read and checked before anything else is
+        from core.rerank.templates import load_template
+
+        args.template = load_template(args.prompt_template)
 
 
 def _factory(args: argparse.Namespace, kind: str) -> Callable[[], AsyncProvider]:
@@ -329,6 +342,7 @@ def _factory(args: argparse.Namespace, kind: str) -> Callable[[], AsyncProvider]
             retry=RetryPolicy(max_retries=args.max_retries),
             cache_dir=args.cache_dir,
             no_cache=args.no_cache,
+            prompt_template=getattr(args, "template", None),
         )
 
     return make
@@ -464,7 +478,7 @@ def _claim_outputs(args: argparse.Namespace, strategies: list[str]) -> None:
 
     if args.dry_run:
         return
-    inputs = [args.input, args.run, args.corpus, args.queries, args.qrels]
+    inputs = [args.input, args.run, args.corpus, args.queries, args.qrels, args.prompt_template]
     guard = OutputGuard(inputs, force=args.force)
     if args.output:
         for s in strategies:
@@ -613,6 +627,8 @@ def run(args: argparse.Namespace) -> int:
         usage = results[0].usage.to_dict()
         row: dict[str, Any] = {k: usage[k] for k in USAGE_COLUMNS}
         payload = {**row, "endpoints": endpoints} if len(endpoints) > 1 else row
+        if results[0].prompt_version != "default":
+            payload = {**payload, "prompt_version": results[0].prompt_version}
         emit_table(pd.DataFrame([row]), args.format, json_payload=payload)
     failed = [r for r in results if r.errors]
     for r in failed:

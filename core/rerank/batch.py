@@ -82,6 +82,8 @@ class BatchResult:
     full_run: Run | None = None
     warnings: list[str] = field(default_factory=list)  # alarming findings (also first in ``notes``)
     endpoints: list[EndpointUsage] = field(default_factory=list)
+    #: the prompts' version: ``default`` or a user template's ``template:<sha256 prefix>``
+    prompt_version: str = "default"
 
     @property
     def failed(self) -> list[str]:
@@ -324,6 +326,10 @@ def rerank_candidates(
             "(check the model, prompt format and JSON mode)"
         )
     notes[:0] = warnings
+    prompt_version = str(getattr(provider, "prompt_version", "default"))
+    if prompt_version != "default":
+        template = getattr(provider, "template", None)
+        notes.append(f"prompts from the template {getattr(template, 'name', '?')} ({prompt_version})")
     if invalid_output:
         notes.append(
             f"{len(invalid_output)} queries failed on invalid model output (strict mode: not re-asked or repaired; "
@@ -347,4 +353,5 @@ def rerank_candidates(
             prices,
             [provider],
         ),
+        prompt_version=prompt_version,
     )

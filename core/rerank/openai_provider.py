@@ -50,6 +50,7 @@ from core.rerank.keys import resolve_api_key
 from core.rerank.parsing import parse_first_token, parse_reply
 from core.rerank.prompts import build_messages, reask_messages
 from core.rerank.provider import BaseProvider
+from core.rerank.templates import DEFAULT_VERSION, PromptTemplate, load_template
 from core.rerank.trace import OpTrace
 from core.rerank.transport import (
     ENDPOINT_COOLDOWN,
@@ -232,7 +233,16 @@ class OpenAIProvider(BaseProvider):
         cache: ReplyCache | None = None,
         endpoint_concurrency: int | None = None,
         endpoint_cooldown: float = ENDPOINT_COOLDOWN,
+        prompt_template: PromptTemplate | str | os.PathLike[str] | None = None,
     ) -> None:
+        #: a user's prompt template (`core.rerank.templates`; a path is read and checked here)
+        self.template = (
+            prompt_template
+            if prompt_template is None or isinstance(prompt_template, PromptTemplate)
+            else load_template(prompt_template)
+        )
+        if self.template is not None and self.template.rank_reply == "arrows":
+            json_mode = False  # the ranking is not JSON: JSON mode would force the wrong reply
         self.azure = bool(azure_endpoint)
         self.model = model or azure_deployment or "gpt-4o-mini"
         urls = [base_url] if base_url is None or isinstance(base_url, str) else list(base_url)
@@ -282,6 +292,11 @@ class OpenAIProvider(BaseProvider):
     def __repr__(self) -> str:
         extra = f", endpoints={len(self.base_urls)}" if len(self.base_urls) > 1 else ""
         return f"OpenAIProvider(model={self.model!r}, endpoint={self.endpoint!r}{extra}, key={self.key_source})"
+
+    @property
+    def prompt_version(self) -> str:
+        """``default`` (RankLens's prompts) or the template's ``template:<sha256 prefix>``."""
+        return self.template.version if self.template is not None else DEFAULT_VERSION
 
     @property
     def endpoints(self) -> list[str]:
@@ -384,6 +399,8 @@ class OpenAIProvider(BaseProvider):
         }
         if logprobs:  # first-token scoring: its own request shape (the other keys stay as they were)
             params.update(json_mode=False, max_tokens=1, logprobs=True, top_logprobs=TOP_LOGPROBS)
+        if self.template is not None:  # its version (the whole file's hash): a changed template is a miss
+            params["prompt_template"] = self.template.digest
         return params
 
     def _request(self, messages: Messages, logprobs: bool = False) -> dict[str, Any]:
@@ -631,7 +648,9 @@ class OpenAIProvider(BaseProvider):
         """Ask, parse strictly, re-ask with the reason (up to ``reasks`` times; never under a
         strict ``trace``: one request, as ranksmith); record every reply in ``trace``."""
         n = len(passages)
-        messages = build_messages(op, query, passages, m=m, scale=self.scale)
+        template = self.template if op != "score" else None
+        rank_reply = template.rank_reply if template is not None else "json"
+        messages = build_messages(op, query, passages, m=m, scale=self.scale, template=template)
         error: InvalidOutputError | None = None
         attempts = 1 if trace is not None and trace.strict else self.reasks + 1
         for _ in range(attempts):
@@ -642,11 +661,13 @@ class OpenAIProvider(BaseProvider):
                 if op == "score":
                     value: Any = parse_first_token(reply.top_logprobs or [], n, reply.text)
                 else:
-                    value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale)
+                    value = parse_reply(op, reply.text, n=n, m=m, scale=self.scale, rank_reply=rank_reply)
             except InvalidOutputError as exc:
                 _record(trace, reply, valid=False, reason=exc.reason)
                 error = exc
-                messages = reask_messages(messages, reply.text, exc.reason, op, n=n, m=m, scale=self.scale)
+                messages = reask_messages(
+                    messages, reply.text, exc.reason, op, n=n, m=m, scale=self.scale, template=template
+                )
                 continue
             _record(trace, reply, parsed=value)
             return value

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -122,6 +123,28 @@ def parse_ranking(raw: str | None, n: int) -> list[int]:
     return [i - 1 for i in ids]
 
 
+_ARROWS = re.compile(r"\[\s*(\d+)\s*\](?:\s*>\s*\[\s*(?:\d+)\s*\])*")
+
+
+def parse_arrow_ranking(raw: str | None, n: int) -> list[int]:
+    """``[2] > [1] > [3]`` (RankGPT's and RankZephyr's reply; the whole reply, surrounding
+    whitespace allowed) -> 0-based permutation of range(n), as strict as `parse_ranking`."""
+    if raw is None or not str(raw).strip():
+        raise InvalidOutputError("empty", "the reply was empty", raw)
+    text = str(raw).strip()
+    if not _ARROWS.fullmatch(text):
+        raise InvalidOutputError(
+            "not_arrows", "the reply must be the ranking only, as [id] > [id] > ..., for example [2] > [1]", raw
+        )
+    ids = _ids([int(x) for x in re.findall(r"\d+", text)], "ranking", n, raw)
+    if len(ids) != n:
+        missing = sorted(set(range(1, n + 1)) - set(ids))
+        raise InvalidOutputError(
+            "missing_id", f"id(s) {', '.join(map(str, missing[:10]))} are missing; rank all {n} ids exactly once", raw
+        )
+    return [i - 1 for i in ids]
+
+
 def parse_winner(raw: str | None) -> str:
     """``{"winner": "A"|"B"}`` -> "A" or "B" (case-sensitive: "a" is invalid)."""
     winner = _load_object(raw, "winner")
@@ -179,10 +202,15 @@ def parse_first_token(top_logprobs: Sequence[tuple[str, float]], n: int, raw: st
     return probs
 
 
-def parse_reply(op: str, raw: str | None, *, n: int, m: int | None = None, scale: int = 3) -> Any:
+def parse_reply(
+    op: str, raw: str | None, *, n: int, m: int | None = None, scale: int = 3, rank_reply: str = "json"
+) -> Any:
     """Dispatch on the operation name, after a reasoning model's ``<think>`` block
-    (`strip_reasoning`): the one place every strategy's reply is parsed."""
+    (`strip_reasoning`): the one place every strategy's reply is parsed. ``rank_reply``
+    ``"arrows"`` (a prompt template's): a ranking reads ``[2] > [1] > [3]``."""
     raw = strip_reasoning(raw)
+    if op == "rank" and rank_reply == "arrows":
+        return parse_arrow_ranking(raw, n)
     if op == "rank":
         return parse_ranking(raw, n)
     if op == "compare":

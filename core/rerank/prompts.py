@@ -1,9 +1,13 @@
 """Chat prompts for the four provider operations and the re-ask after an invalid reply.
 
-Passages are numbered from 1 in the order shown; replies are strict JSON (see `parsing`).
+Passages are numbered from 1 in the order shown; replies are strict JSON (see `parsing`). A
+user's `PromptTemplate` (`core.rerank.templates`) replaces the system message and the user
+message of the operations it defines; ``rank_reply = "arrows"`` asks for ``[2] > [1] > [3]``.
 """
 
 from __future__ import annotations
+
+from core.rerank.templates import PromptTemplate
 
 SYSTEM = (
     "You are RankLens, an expert relevance judge for search results. Answer with a single JSON object and nothing else."
@@ -30,8 +34,13 @@ def _lettered(passages: list[str]) -> str:
     return "\n".join(f"[{FIRST_TOKEN_LABELS[i]}] {text}" for i, text in enumerate(passages))
 
 
-def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3) -> str:
-    """The one-line statement of the required JSON reply."""
+def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3, arrows: bool = False) -> str:
+    """The one-line statement of the required JSON reply (``arrows``: the ranking as ``[id] > [id]``)."""
+    if op == "rank" and arrows:
+        return (
+            f"the ranking as [id] > [id] > ... listing every id from 1 to {n} exactly once, most relevant first, "
+            "for example [2] > [1] > [3]"
+        )
     if op == "rank":
         return (
             f'{{"ranking": [ids]}} listing every id from 1 to {n} exactly once, most relevant first, '
@@ -48,12 +57,45 @@ def reply_format(op: str, *, n: int = 0, m: int | None = None, scale: int = 3) -
     raise ValueError(f"unknown operation {op!r}")
 
 
+def _arrows(template: PromptTemplate | None) -> bool:
+    return template is not None and template.rank_reply == "arrows"
+
+
+def _templated(
+    template: PromptTemplate, op: str, query: str, passages: list[str], m: int | None, scale: int, fmt: str
+) -> str | None:
+    """The template's user message for ``op`` (None: the file leaves it to RankLens)."""
+    values: dict[str, object] = {"query": query, "format": fmt, "num": len(passages), "scale": scale}
+    if op in ("rank", "select"):
+        values.update(passages=_numbered(passages), m=m if m is not None else "")
+    elif op == "compare":
+        values.update(passage_a=passages[0], passage_b=passages[1])
+    elif op == "grade":
+        values.update(
+            passage=passages[0], labels=GRADE_LABELS.get(scale, f"0 = irrelevant ... {scale} = perfectly relevant")
+        )
+    else:
+        return None
+    return template.render(op, values)
+
+
 def build_messages(
-    op: str, query: str, passages: list[str], *, m: int | None = None, scale: int = 3
+    op: str,
+    query: str,
+    passages: list[str],
+    *,
+    m: int | None = None,
+    scale: int = 3,
+    template: PromptTemplate | None = None,
 ) -> list[dict[str, str]]:
-    """Messages for one operation: rank (listwise), compare (A/B), select (top m), grade."""
+    """Messages for one operation: rank (listwise), compare (A/B), select (top m), grade; with
+    ``template``, its system message and its prompt for the operations it defines."""
     n = len(passages)
-    fmt = reply_format(op, n=n, m=m, scale=scale)
+    fmt = reply_format(op, n=n, m=m, scale=scale, arrows=_arrows(template))
+    if template is not None:
+        templated = _templated(template, op, query, passages, m, scale, fmt)
+        if templated is not None:
+            return [{"role": "system", "content": template.system or SYSTEM}, {"role": "user", "content": templated}]
     if op == "rank":
         body = (
             f"I will give you {n} passages, each with a numeric id in brackets. Rank them by relevance "
@@ -100,9 +142,10 @@ def reask_messages(
     n: int,
     m: int | None = None,
     scale: int = 3,
+    template: PromptTemplate | None = None,
 ) -> list[dict[str, str]]:
     """The conversation extended with the invalid reply and a message saying what was wrong."""
-    fmt = reply_format(op, n=n, m=m, scale=scale)
+    fmt = reply_format(op, n=n, m=m, scale=scale, arrows=_arrows(template))
     return [
         *messages,
         {"role": "assistant", "content": raw or ""},
