@@ -243,19 +243,134 @@ def test_sandwich_formula_against_direct_numpy() -> None:
     assert sb.coef_high - sb.coef_value == pytest.approx(q * np.sqrt(np.diag(c)[m:]), rel=1e-9)
 
 
-def test_bootstrap_rounds_are_the_minimisers_of_resampled_battles() -> None:
-    votes = verbose_votes(300, 4, verbose=1, seed=5)
+def newton_reference(a, b, z, y, dim: int) -> np.ndarray:
+    """An independent exact minimiser of the plain objective: dense Newton (one row per
+    battle) from zero until the step is at rounding level."""
+    m = dim - z.shape[1]
+    x = np.zeros((len(a), dim))
+    x[np.arange(len(a)), a] += math.log(10)
+    x[np.arange(len(a)), b] -= math.log(10)
+    x[:, m:] = z
+    theta = np.zeros(dim)
+    for _ in range(100):
+        p = 1 / (1 + np.exp(-x @ theta))
+        g = x.T @ (p - y) + 0.5 * theta
+        h = (x * (p * (1 - p))[:, None]).T @ x + 0.5 * np.eye(dim)
+        step = np.linalg.solve(h, g)
+        theta -= step
+        if np.abs(step).max() <= 1e-15:
+            break
+    assert np.abs(plain_gradient(theta, a, b, z, y)).max() <= 1e-11
+    return theta
+
+
+def _design_of(votes: Votes, features: tuple[str, ...] = style.FEATURES):
     a, b, outcome, models = votes.encoded
-    feats = style.style_features(votes)
+    feats = style.style_features(votes, features)
     y = outcome / 2.0
     d = build_design(a, b, y, feats.z, len(models), 10.0)
+    return a, b, feats.z, y, d, fit_style(d)
+
+
+def _design(votes: Votes):
+    return _design_of(votes)
+
+
+def _drawn_battles(d, w: np.ndarray) -> np.ndarray:
+    """Battle indices of a round with row weights ``w``: each row's first battle ``w`` times
+    (a row's battles are identical: the objective sees only the row weights)."""
+    first = np.argsort(d.row_of, kind="stable")[np.append(0, np.cumsum(d.count)[:-1]).astype(int)]
+    return np.repeat(first, w.astype(int))
+
+
+@pytest.mark.parametrize(("n", "m", "seed", "draw_rows"), [(300, 4, 5, 64), (2000, 12, 6, 1 << 15)])
+def test_bootstrap_rounds_are_the_minimisers_of_resampled_battles(
+    n: int, m: int, seed: int, draw_rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(style, "_DRAW_ROWS", draw_rows)  # 300 battles: the draw in five segments
+    votes = verbose_votes(n, m, verbose=1, seed=seed)
+    a, b, z, y, d, f = _design(votes)
+    rounds = 12
+    boot = style.bootstrap_style(d, f, rounds, seed=11)
+    assert boot.not_converged == 0 and (boot.passes >= 2).all()
+    draw = style._round_weights(d)
+    for k in range(rounds):  # the battles each round drew, refitted from zero by an independent minimiser
+        w = np.empty(len(d.y))
+        draw(style.round_generator(11, k), w)
+        idx = _drawn_battles(d, w)
+        assert len(idx) == n
+        ref = newton_reference(a[idx], b[idx], z[idx], y[idx], m + 4)
+        assert 400 * np.abs(boot.samples[k, :m] - ref[:m]).max() <= 1e-6  # rating points
+        assert np.abs(boot.samples[k, m:] - ref[m:]).max() <= 1e-8  # coefficients
+
+
+def test_bootstrap_draw_is_uniform_with_replacement(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 40 battles, two pairs of them identical (merged rows), drawn in segments of 8 rows
+    monkeypatch.setattr(style, "_DRAW_ROWS", 8)
+    rows = [("A", "B", "model_a"), ("B", "C", "model_b")] * 2 + [("A", "C", "tie")] * 36
+    votes = _votes(rows, a_tokens=[5, 6] * 2 + list(range(36)), b_tokens=[1, 2] * 2 + [7] * 36)
+    *_, d, _f = _design_of(votes, ("length",))
+    assert len(d.y) == 38 and d.count.max() == 2
+    draw = style._round_weights(d)
+    w = np.empty((4000, len(d.y)))
+    for r in range(len(w)):
+        draw(style.round_generator(3, r), w[r])
+    assert (w.sum(axis=1) == 40).all() and (w == np.round(w)).all()
+    per_battle = w / d.count  # expected 1 per battle, variance (1 - 1/40) per battle
+    assert np.abs(per_battle.mean(axis=0) - 1).max() < 0.1
+    assert np.abs(w.var(axis=0) / d.count - (1 - 1 / 40)).max() < 0.15
+
+
+def test_bootstrap_matches_newton_rounds_and_falls_back() -> None:
+    # rounds by chord steps equal exact Newton on the same row weights; a round whose chord
+    # steps contract slowly is solved by Newton
+    votes = verbose_votes(400, 6, verbose=1, seed=8)
+    _a, _b, _z, _y, d, f = _design(votes)
+    boot = style.bootstrap_style(d, f, 40, seed=2, threads=1)
+    draw = style._round_weights(d)
+    w = np.empty((40, len(d.y)))
+    for r in range(40):
+        draw(style.round_generator(2, r), w[r])
+    exact, _, bad = style._newton_rounds(d, f, w, 0.5, 1e-13, 50, None)
+    assert bad == 0
+    assert 400 * np.abs(boot.samples[:, : d.n_models] - exact[:, : d.n_models]).max() <= 1e-6
+    cd, _fixed = style._chord_data(d, f)
+    _theta, passes, back = style._chord_rounds(d, cd, f, w[:3], 0.5, 1e-9, 2)  # too few steps: fall back
+    assert back.tolist() == [0, 1, 2] and passes.tolist() == [2, 2, 2]
+
+
+def test_bootstrap_reproducible_and_independent_of_threads() -> None:
+    votes = verbose_votes(3000, 8, verbose=1, seed=9)
+    *_, d, f = _design(votes)
+    one = style.bootstrap_style(d, f, 40, seed=7, threads=1, batch=4)
+    two = style.bootstrap_style(d, f, 40, seed=7, threads=2, batch=4)
+    three = style.bootstrap_style(d, f, 40, seed=7, threads=3, batch=4)
+    again = style.bootstrap_style(d, f, 40, seed=7, threads=2, batch=4)
+    assert np.array_equal(one.samples, two.samples) and np.array_equal(one.samples, three.samples)
+    assert np.array_equal(two.samples, again.samples) and np.array_equal(one.passes, two.passes)
+    # a round's draw depends on the seed and its index only: other blocks, the same rounds
+    other = style.bootstrap_style(d, f, 40, seed=7, threads=2, batch=7)
+    assert 400 * np.abs(other.samples - one.samples).max() <= 1e-6
+    assert not np.allclose(style.bootstrap_style(d, f, 40, seed=8).samples, one.samples)
+    seen: list[int] = []
+    style.bootstrap_style(d, f, 10, seed=7, threads=2, batch=3, progress=lambda done, total: seen.append(done))
+    assert seen == [3, 6, 9, 10]
+
+
+def test_bootstrap_few_distinct_rows_draws_counts_per_row() -> None:
+    # 2000 battles on 3 distinct rows: the counts are drawn per row (multinomial), all N of them
+    rows = [("A", "B", "model_a"), ("B", "C", "model_b"), ("A", "C", "tie")] * 600 + [("A", "B", "model_b")] * 200
+    votes = _votes(rows, a_tokens=[10, 20, 5] * 600 + [10] * 200, b_tokens=[3, 20, 9] * 600 + [3] * 200)
+    a, b, outcome, models = votes.encoded
+    feats = style.style_features(votes, ("length",))
+    d = build_design(a, b, outcome / 2.0, feats.z, len(models), 10.0)
+    assert len(d.y) * 4 <= d.n_battles
+    w = np.empty(len(d.y))
+    style._round_weights(d)(style.round_generator(0, 0), w)
+    assert w.sum() == d.n_battles and (w == np.round(w)).all()
     f = fit_style(d)
-    boot = style.bootstrap_style(d, f, 3, seed=11)
-    rng = np.random.default_rng(11)
-    for k in range(3):  # the rows each round drew, refitted from zero by an independent minimiser
-        idx = rng.integers(0, len(a), size=len(a))
-        ref = reference(a[idx], b[idx], feats.z[idx], y[idx], 8)
-        assert boot.samples[k] == pytest.approx(ref, abs=1e-7)
+    boot = style.bootstrap_style(d, f, 20, seed=0)
+    assert boot.not_converged == 0 and np.isfinite(boot.samples).all()
 
 
 def test_bootstrap_absent_model_sits_at_zero() -> None:
@@ -270,6 +385,8 @@ def test_bootstrap_absent_model_sits_at_zero() -> None:
     e = sb.models.index("E")
     samples = sb.bootstrap.samples[:, e]
     assert (samples == 0.0).sum() >= 10  # absent in about a third of the rounds: r = 0 (rating = init) there
+    # there the chord steps contract slowly (E's Hessian row holds the penalty alone): solved by Newton
+    assert sb.bootstrap.newton_rounds >= (samples == 0.0).sum()
     assert np.isfinite(sb.low).all()
 
 

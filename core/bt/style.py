@@ -19,29 +19,38 @@ idea:
   Python loop);
 - the fit [7]: `fit_style` (Newton with backtracking from ``theta = 0`` to ``max |grad| <= tol``,
   1e-8; `StyleFit`);
-- intervals [9]: `bootstrap_style` (rows resampled with replacement as multinomial counts,
-  batched rounds, warm-started at the full fit, seeded `numpy.random.Generator`), `sandwich_style`
-  (``C = H^-1 J H^-1``);
+- intervals [9]: `bootstrap_style` (round ``r`` draws its battles with replacement from its own
+  seeded generator, `round_generator`; chord steps from the full fit with the full fit's
+  Hessian, Newton for a round whose steps contract slowly; blocks of rounds on threads),
+  `sandwich_style` (``C = H^-1 J H^-1``);
 - the board [8, 9, 10]: `style_board` (`StyleBoard`: ratings ``init + scale r``, anchoring,
   percentile or normal intervals, Rank (UB), rank change against the raw board, coefficients).
 
 A bootstrap round solves the same strictly convex problem as the full fit, so its minimiser
-does not depend on the start: rounds start at the full fit; the first Newton step reads the
-full fit's per-battle probabilities (no exponential), later steps evaluate the round's own.
-A round stops after a Newton step whose largest component is at most ``xtol`` (1e-6:
-4e-4 rating points); Newton converges quadratically there, so what remains is of the order of
-``xtol^2`` (`bench/style.py` measures it against rounds run to ``max |grad| <= 1e-8``).
+does not depend on the start: rounds start at the full fit and take chord steps
+``theta <- theta - H0^-1 g_r(theta)`` (``H0`` the full fit's Hessian, factorised once; ``g_r``
+the round's gradient, one pass over the rows without a Hessian). The round's Hessian differs
+from ``H0`` by the resampling, so each step shrinks the error by a small factor ``q`` (about
+0.03 at 1M votes, 100 models); a round stops after a step of at most ``XTOL`` (2.5e-9: 1e-6
+rating points at scale 400) once ``q <= 0.5`` and the error left (about ``q / (1 - q)`` times
+the step) is below ``XTOL / 10``; a round contracting more slowly is solved by exact Newton.
+`bench/style.py` measures the rounds against rounds solved to ``max |grad| <= 1e-8``.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
+import os
 import re
+import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import cho_factor, cho_solve
 from scipy.special import ndtri
 from threadpoolctl import threadpool_limits
 
@@ -83,10 +92,21 @@ COUNT_ALIASES: dict[str, str] = {
 STYLE_LAMBDA = 0.5
 #: the full fit stops at ``max |grad| <= TOL`` [7]
 TOL = 1e-8
-#: a bootstrap round stops after a Newton step of at most ``XTOL`` in every component
-XTOL = 1e-6
+#: a bootstrap round stops after a step of at most ``XTOL`` in every component (log-base units:
+#: 1e-6 rating points at scale 400), its steps contracting (`bootstrap_style`)
+XTOL = 2.5e-9
 #: rows of a batch of rounds processed at once (memory: about 10 arrays of rounds x rows floats)
 _BLOCK_ROWS = 1 << 13
+#: a round's chord steps must shrink by at least this factor per step, else it falls back to Newton
+_CONTRACTION = 0.5
+#: chord steps of a round before it falls back to Newton
+_CHORD_ITER = 40
+#: (rounds x rows) elements of a gradient pass's span: its temporaries stay in a core's cache
+_SPAN_ELEMENTS = 1 << 16
+#: bytes of row weights held by one block of bootstrap rounds
+_BLOCK_BYTES = 64 << 20
+#: rows of a segment of a round's draw (its counts stay in a core's cache)
+_DRAW_ROWS = 1 << 15
 
 # ---- counting [3] ---------------------------------------------------------------------------
 _CODE_BLOCK = re.compile(r"```([^`]*)```")
@@ -514,36 +534,226 @@ def fit_style(d: StyleDesign, lam: float = STYLE_LAMBDA, tol: float = TOL, max_i
 # ---- intervals [9] --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StyleBootstrap:
-    """``samples`` (rounds, D) of the round minimisers, Newton passes per round, rounds that did
-    not stop within ``max_iter``."""
+    """``samples`` (rounds, D) of the round minimisers, passes over the rows per round
+    (gradient passes of the chord steps, plus Newton passes where a round fell back),
+    rounds that did not stop within ``max_iter`` Newton steps, and rounds that fell back to
+    Newton (``newton_rounds``)."""
 
     samples: np.ndarray
     passes: np.ndarray
     not_converged: int
+    newton_rounds: int = 0
 
 
-def _resampler(d: StyleDesign) -> Callable[[np.random.Generator, int], np.ndarray]:
-    """Row weights (B, U) of B rounds, each N battles drawn uniformly with replacement
-    (multinomial counts over battles, summed onto their rows). With few distinct rows the
-    counts are drawn per row (Multinomial(N, count / N)), else N battle indices per round."""
+def round_generator(seed: int, r: int) -> np.random.Generator:
+    """Round ``r``'s generator: ``default_rng(SeedSequence(seed, spawn_key=(r,)))``, the
+    ``r``-th child of ``SeedSequence(seed).spawn`` (a round's draw depends on the seed and its
+    index only: not on the batch, the thread or the other rounds)."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(r,)))
+
+
+def _round_weights(d: StyleDesign) -> Callable[[np.random.Generator, np.ndarray], None]:
+    """``draw(rng, out)``: one round's row weights (U,) into ``out``: the N battles drawn
+    uniformly with replacement, counted on their rows. The battles are taken in row order
+    and cut into segments of about `_DRAW_ROWS` rows: first how many of the N draws fall in
+    each segment (Multinomial(N, battles in the segment / N)), then, per segment, that many
+    uniform battle indices (``rng.integers``) counted on the segment's rows by one bincount
+    (the counts stay in a core's cache). That is the distribution of N uniform indices over
+    all battles, drawn in pieces. With few distinct rows (U <= N / 4) the counts are drawn per
+    row instead (Multinomial(N, count / N), the same distribution)."""
     n, u = d.n_battles, len(d.y)
     if u * 4 <= n:
         pvals = d.count / n
 
-        def by_row(rng: np.random.Generator, bsz: int) -> np.ndarray:
-            return rng.multinomial(n, pvals, size=bsz).astype(np.float64)
+        def by_row(rng: np.random.Generator, out: np.ndarray) -> None:
+            out[:] = rng.multinomial(n, pvals)
 
         return by_row
-    identity = u == n and bool(np.array_equal(d.row_of, np.arange(n)))
+    first = np.append(0, np.cumsum(d.count.astype(np.int64)))  # each row's first battle, battles in row order
+    row_edges = np.append(np.arange(0, u, _DRAW_ROWS), u)
+    slot_edges = first[row_edges]
+    battles = np.diff(slot_edges)
+    pvals = battles / n
+    # per segment, its rows' first battles counted from the segment's first (None: one battle per row)
+    starts = [
+        None if r1 - r0 == first[r1] - first[r0] else first[r0:r1] - first[r0]
+        for r0, r1 in itertools.pairwise(row_edges)
+    ]
 
-    def by_battle(rng: np.random.Generator, bsz: int) -> np.ndarray:
-        out = np.empty((bsz, u))
-        for k in range(bsz):
-            idx = rng.integers(0, n, size=n)
-            out[k] = np.bincount(idx if identity else d.row_of[idx], minlength=u)
-        return out
+    def by_segment(rng: np.random.Generator, out: np.ndarray) -> None:
+        drawn = rng.multinomial(n, pvals)
+        for j, at in enumerate(starts):
+            counts = np.bincount(rng.integers(0, battles[j], size=drawn[j]), minlength=battles[j])
+            out[row_edges[j] : row_edges[j + 1]] = counts if at is None else np.add.reduceat(counts, at)
 
-    return by_battle
+    return by_segment
+
+
+@dataclass(frozen=True)
+class _ChordData:
+    """What every round's gradient pass reads: the features transposed ``zt`` (K, U), the
+    pairs' row counts, ``p_hat`` (``p`` per row at the full fit) and the full fit's Hessian
+    ``H0`` factorised (Cholesky)."""
+
+    zt: np.ndarray
+    sizes: np.ndarray
+    p_hat: np.ndarray
+    chol: tuple[np.ndarray, bool]
+
+
+def _chord_data(d: StyleDesign, f: StyleFit) -> tuple[_ChordData, tuple[np.ndarray, np.ndarray]]:
+    """`_ChordData` of the full fit ``f``, and its per-row ``(p - y, p (1 - p))``."""
+    p_hat = _predict(d, f.theta[None], 0, len(d.y), 0, len(d.pair_a))[0]
+    fixed = (p_hat - d.y, p_hat * (1.0 - p_hat))
+    chol = cho_factor(f.hessian, lower=True)
+    return _ChordData(np.ascontiguousarray(d.z.T), d.sizes, p_hat, chol), fixed
+
+
+def _spans(d: StyleDesign, bsz: int) -> list[tuple[int, int, int, int, np.ndarray]]:
+    """Pair-aligned row spans ``(c0, c1, r0, r1, offsets)`` of about `_SPAN_ELEMENTS` / ``bsz``
+    rows: a span's (rounds x rows) temporaries stay in a core's cache."""
+    rows = max(256, _SPAN_ELEMENTS // max(bsz, 1))
+    out = []
+    for c0, c1 in _blocks(d.starts, rows):
+        r0, r1 = int(d.starts[c0]), int(d.starts[c1])
+        out.append((c0, c1, r0, r1, d.starts[c0:c1] - r0))
+    return out
+
+
+_Sums = tuple[np.ndarray, np.ndarray]
+
+
+def _weighted_sums(
+    d: StyleDesign,
+    cd: _ChordData,
+    w: np.ndarray,
+    act: np.ndarray | None,
+    spans: list[tuple[int, int, int, int, np.ndarray]],
+    theta: np.ndarray | None,
+    per_row: Sequence[np.ndarray] = (),
+) -> list[_Sums]:
+    """One pass over the rows, span by span, for the rounds with row weights ``w[act]`` (all
+    of ``w`` if ``act`` is None): the per-pair sums (B, C) (`numpy.add.reduceat`) and the sums
+    times ``z`` (B, K) of ``w q``, for ``q = p`` at ``theta`` (B, D) if given (``e = exp(-s)``
+    per row, ``-s`` the pair's rating gap repeated over its rows minus ``beta . z``, then
+    ``w / (1 + e)``), then for each fixed per-row ``q`` in ``per_row``."""
+    m, k = d.n_models, d.z.shape[1]
+    bsz = len(w) if act is None else len(act)
+    n_out = (theta is not None) + len(per_row)
+    pair = [np.empty((bsz, len(d.pair_a))) for _ in range(n_out)]
+    zsum = [np.zeros((bsz, k)) for _ in range(n_out)]
+    neg_beta = gap = None
+    if theta is not None:
+        neg_beta = -theta[:, m:]
+        gap = d.log_base * (theta[:, d.pair_b] - theta[:, d.pair_a])
+    for c0, c1, r0, r1, loc in spans:
+        wb = w[:, r0:r1] if act is None else w[act, r0:r1]
+        parts = []
+        if gap is not None:
+            assert neg_beta is not None
+            e = np.repeat(gap[:, c0:c1], cd.sizes[c0:c1], axis=1)
+            if k:
+                e += neg_beta @ cd.zt[:, r0:r1]
+            with np.errstate(over="ignore"):
+                np.exp(e, out=e)
+            e += 1.0
+            parts.append(np.divide(wb, e, out=e))
+        parts.extend(wb * q[r0:r1] for q in per_row)
+        for j, wq in enumerate(parts):
+            pair[j][:, c0:c1] = np.add.reduceat(wq, loc, axis=1)
+            if k:
+                zsum[j] += wq @ cd.zt[:, r0:r1].T
+    return list(zip(pair, zsum, strict=True))
+
+
+def _gradient(d: StyleDesign, theta: np.ndarray, lam: float, wp: _Sums, wy: _Sums) -> np.ndarray:
+    """``dL/dtheta`` (B, D) at ``theta`` from the round's sums of ``w p`` and ``w y``
+    (`_weighted_sums`): ``lam theta + sum_i w_i (p_i - y_i) x_i``."""
+    m = d.n_models
+    g = lam * theta
+    g[:, :m] += d.log_base * np.asarray(d.incidence.T @ (wp[0] - wy[0]).T).T
+    g[:, m:] += wp[1] - wy[1]
+    return g
+
+
+def _chord_rounds(
+    d: StyleDesign,
+    cd: _ChordData,
+    f: StyleFit,
+    w: np.ndarray,
+    lam: float,
+    xtol: float,
+    max_iter: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Chord steps ``theta -= H0^-1 g(theta)`` from the full fit for rounds with row weights
+    ``w`` (B, U): ``(theta, passes, fallback)``. The first pass sums ``w y`` (fixed for the
+    round) and ``w p`` at the full fit (its ``p`` kept: no exponential); each later pass sums
+    ``w p`` at the round's iterate. A round stops after a step of at most ``xtol`` in every
+    component once its steps contract (``max |step|`` at most `_CONTRACTION` times the
+    previous one) and the error it leaves, estimated as ``q / (1 - q)`` times the step (``q``
+    the last contraction), is at most ``xtol / 10``; a round whose steps contract more slowly,
+    or that has not stopped after ``max_iter`` steps, is listed in ``fallback`` (its theta is
+    left as it is)."""
+    bsz = len(w)
+    spans = _spans(d, bsz)
+    theta = np.repeat(f.theta[None], bsz, axis=0)
+    passes = np.zeros(bsz, dtype=np.int64)
+    prev = np.full(bsz, np.inf)
+    act = np.arange(bsz)
+    slow: list[np.ndarray] = []
+    wp, wy = _weighted_sums(d, cd, w, None, spans, None, (cd.p_hat, d.y))
+    for it in range(max_iter):
+        if it:
+            sub = None if len(act) == bsz else act
+            (wp,) = _weighted_sums(d, cd, w, sub, spans, theta[act])
+        g = _gradient(d, theta[act], lam, wp, (wy[0][act], wy[1][act]))
+        passes[act] += 1
+        step = -cho_solve(cd.chol, g.T, check_finite=False).T
+        theta[act] += step
+        size = np.abs(step).max(axis=1)
+        if it == 0:  # no contraction seen yet: every round takes a second step
+            prev[act] = size
+            continue
+        ratio = np.divide(size, prev[act], out=np.zeros_like(size), where=size > 0)
+        prev[act] = size
+        bad = ratio > _CONTRACTION
+        slow.append(act[bad])
+        # the error left after this step: about ratio / (1 - ratio) times it
+        done = (size <= xtol) & (size * ratio <= 0.1 * xtol * (1.0 - ratio))
+        act = act[~bad & ~done]
+        if len(act) == 0:
+            break
+    fallback = np.sort(np.concatenate([*slow, act]))
+    return theta, passes, fallback
+
+
+def _newton_rounds(
+    d: StyleDesign,
+    f: StyleFit,
+    w: np.ndarray,
+    lam: float,
+    xtol: float,
+    max_iter: int,
+    fixed: tuple[np.ndarray, np.ndarray] | None,
+) -> tuple[np.ndarray, np.ndarray, int]:
+    """Newton from the full fit for rounds with row weights ``w`` (B, U), batched (one
+    (B, D, D) Hessian per pass): ``(theta, passes, not stopped)``. A round stops after a step of
+    at most ``xtol`` in every component (Newton converges quadratically: what remains is of the
+    order of ``xtol^2``). ``fixed``: the full fit's per-row ``(p - y, p (1 - p))`` for the
+    first step (no exponential)."""
+    bsz = len(w)
+    theta = np.repeat(f.theta[None], bsz, axis=0)
+    passes = np.zeros(bsz, dtype=np.int64)
+    act = np.arange(bsz)
+    for it in range(max_iter):
+        g, h = _newton_system(d, theta[act], w[act], lam, fixed if it == 0 else None)
+        step = -np.linalg.solve(h, g[..., None])[..., 0]
+        theta[act] += step
+        passes[act] += 1
+        act = act[np.abs(step).max(axis=1) > xtol]
+        if len(act) == 0:
+            break
+    return theta, passes, len(act)
 
 
 def bootstrap_style(
@@ -556,60 +766,114 @@ def bootstrap_style(
     xtol: float = XTOL,
     max_iter: int = 30,
     batch: int | None = None,
+    threads: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> StyleBootstrap:
-    """``rounds`` bootstrap minimisers [9]: each round's battles drawn with replacement
-    (`_resampler`, one seeded `numpy.random.Generator` in order), fitted by Newton from the
-    full fit; batches of rounds share each pass over the rows. The first step uses the full
-    fit's per-row ``p`` (no exponential); a round stops after a step with ``max |step| <= xtol``."""
-    rng = np.random.default_rng(seed)
+    """``rounds`` bootstrap minimisers [9].
+
+    Round ``r`` draws its N battles with replacement from `round_generator` ``(seed, r)``
+    (`_round_weights`: row weights). It is solved by chord steps from the full fit
+    (`_chord_rounds`): ``theta <- theta - H0^-1 g_r(theta)`` with ``H0`` the full fit's Hessian,
+    factorised once (Cholesky), and ``g_r`` the round's gradient: one pass over the rows
+    summing ``w p`` per pair and times ``z`` (``w y``, fixed for the round, and ``w p`` at the
+    full fit come from the first pass, without an exponential); no Hessian is formed. A
+    round's Hessian differs from ``H0`` by the resampling, so each step shrinks the error by a
+    small factor ``q`` (about 0.03 at 1M votes and 100 models: five or six passes).
+
+    Convergence check: the round stops after a step of at most ``xtol`` (`XTOL`: 1e-6 rating
+    points at scale 400) in every component, provided the steps contract (``q``, the ratio of
+    the last two steps' largest components, at most `_CONTRACTION` = 0.5) and the error left
+    after that step, about ``q / (1 - q)`` times it, is at most ``xtol / 10``. A round whose
+    steps contract more slowly (e.g. a model absent from the round: its Hessian row then holds
+    the penalty alone), or that has not stopped within `_CHORD_ITER` steps, is solved again by
+    exact Newton from the full fit (`_newton_rounds`, up to ``max_iter`` steps, stopping after
+    a step of at most ``xtol``; quadratic convergence leaves ~``xtol^2``); ``not_converged``
+    counts the rounds Newton did not finish either. `bench/style.py` re-solves rounds to
+    ``max |grad| <= 1e-8``: at 1M votes they differ by ~1e-8 rating points.
+
+    Rounds are processed in blocks of ``batch`` rounds (from the rows' count; a block's weights
+    take about 64 MiB) that share each pass over the rows; ``threads`` (default: the CPUs this
+    process may use) solve blocks side by side (numpy releases the GIL in its loops). A block's
+    result depends only on its rounds, so the samples are the same for any ``threads``.
+    ``progress(done, rounds)`` is called in order as blocks finish."""
     u = len(d.y)
     if batch is None:
-        batch = int(max(1, min(64, rounds, (48 << 20) // (8 * max(u, 1)))))
-    draw = _resampler(d)
-    with threadpool_limits(limits=1, user_api="blas"):  # small matrices: threads only cost here
-        return _bootstrap_rounds(d, f, rounds, rng, draw, lam, xtol, max_iter, batch, progress)
+        batch = int(max(1, min(16, rounds, _BLOCK_BYTES // (8 * max(u, 1)))))
+    if threads is None:
+        threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    samples = np.empty((rounds, d.dim))
+    passes = np.zeros(rounds, dtype=np.int64)
+    if rounds <= 0:
+        return StyleBootstrap(samples, passes, 0, 0)
+    draw = _round_weights(d)
+    cd, fixed = _chord_data(d, f)
+
+    held = threading.local()  # each thread's weights buffer, reused block after block (no page faults)
+
+    def solve(lo: int, hi: int) -> tuple[np.ndarray, np.ndarray, int, int]:
+        if getattr(held, "w", None) is None:
+            held.w = np.empty((batch, u))
+        w = held.w[: hi - lo]
+        for r in range(lo, hi):
+            draw(round_generator(seed, r), w[r - lo])
+        theta, n_pass, back = _chord_rounds(d, cd, f, w, lam, xtol, _CHORD_ITER)
+        bad = 0
+        if len(back):
+            theta[back], more, bad = _newton_rounds(d, f, w[back], lam, xtol, max_iter, fixed)
+            n_pass[back] += more
+        return theta, n_pass, bad, len(back)
+
+    blocks = [(lo, min(lo + batch, rounds)) for lo in range(0, rounds, batch)]
+    workers = max(1, min(threads, len(blocks)))
+    bad = back = 0
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(workers) as ex:
+        solved = map(solve, *zip(*blocks, strict=True)) if workers == 1 else ex.map(solve, *zip(*blocks, strict=True))
+        for (lo, hi), (theta, n_pass, n_bad, n_back) in zip(blocks, solved, strict=True):
+            samples[lo:hi], passes[lo:hi] = theta, n_pass
+            bad += n_bad
+            back += n_back
+            if progress is not None:
+                progress(hi, rounds)
+    return StyleBootstrap(samples, passes, bad, back)
 
 
-def _bootstrap_rounds(
+def _bootstrap_newton(
     d: StyleDesign,
     f: StyleFit,
     rounds: int,
-    rng: np.random.Generator,
-    draw: Callable[[np.random.Generator, int], np.ndarray],
-    lam: float,
-    xtol: float,
-    max_iter: int,
-    batch: int,
-    progress: Callable[[int, int], None] | None,
+    *,
+    seed: int = 0,
+    lam: float = STYLE_LAMBDA,
+    xtol: float = 1e-6,
+    max_iter: int = 30,
 ) -> StyleBootstrap:
-    """`bootstrap_style`'s loop over batches of rounds."""
-    u = len(d.y)
-    p_hat = _predict(d, f.theta[None], 0, u, 0, len(d.pair_a))[0]
-    fixed = (p_hat - d.y, p_hat * (1.0 - p_hat))
+    """The previous bootstrap, kept as the reference for `bench/style.py` (and as it was):
+    rounds drawn in order from one ``default_rng(seed)`` (N battle indices per round, counted
+    on their rows; Multinomial(N, count / N) per row with few distinct rows), batches of
+    rounds solved by exact batched Newton from the full fit (`_newton_rounds`: one (B, D, D)
+    Hessian per pass over the rows), stopping after a step of at most ``xtol`` (1e-6). Same
+    distribution as `bootstrap_style`, other draws; one thread."""
+    rng = np.random.default_rng(seed)
+    n, u = d.n_battles, len(d.y)
+    batch = int(max(1, min(64, rounds, (48 << 20) // (8 * max(u, 1)))))
+    fixed = _chord_data(d, f)[1]
+    identity = u == n and bool(np.array_equal(d.row_of, np.arange(n)))
     samples = np.empty((rounds, d.dim))
     passes = np.zeros(rounds, dtype=np.int64)
     bad = 0
-    done = 0
-    while done < rounds:
-        bsz = min(batch, rounds - done)
-        w = draw(rng, bsz)
-        theta = np.repeat(f.theta[None], bsz, axis=0)
-        act = np.arange(bsz)
-        for it in range(max_iter):
-            g, h = _newton_system(d, theta[act], w[act], lam, fixed if it == 0 else None)
-            step = -np.linalg.solve(h, g[..., None])[..., 0]
-            theta[act] += step
-            passes[done + act] += 1
-            act = act[np.abs(step).max(axis=1) > xtol]
-            if len(act) == 0:
-                break
-        bad += len(act)
-        samples[done : done + bsz] = theta
-        done += bsz
-        if progress is not None:
-            progress(done, rounds)
-    return StyleBootstrap(samples, passes, bad)
+    with threadpool_limits(limits=1, user_api="blas"):
+        for lo in range(0, rounds, batch):
+            hi = min(lo + batch, rounds)
+            if u * 4 <= n:
+                w = rng.multinomial(n, d.count / n, size=hi - lo).astype(np.float64)
+            else:
+                w = np.empty((hi - lo, u))
+                for k in range(hi - lo):
+                    idx = rng.integers(0, n, size=n)
+                    w[k] = np.bincount(idx if identity else d.row_of[idx], minlength=u)
+            samples[lo:hi], passes[lo:hi], n_bad = _newton_rounds(d, f, w, lam, xtol, max_iter, fixed)
+            bad += n_bad
+    return StyleBootstrap(samples, passes, bad, rounds)
 
 
 def sandwich_style(d: StyleDesign, f: StyleFit) -> np.ndarray:
