@@ -6,11 +6,10 @@ from pathlib import Path
 
 import streamlit as st
 
-from core.runtime import trim_heap_periodically, tune_process
+from core.runtime import tune_process
 from pages.common import cache, links, ui
 
 tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
-trim_heap_periodically()  # a server returns the memory its sessions' work freed (idempotent)
 #: the favicon is a local file: a Material icon here makes the browser fetch it from a web font host
 ICON = str(Path(__file__).with_name("pages") / "common" / "icon.png")  # package data: installed with pages
 # "auto": the sidebar opens on a desktop and starts closed on a phone, where it would cover the page

@@ -2,19 +2,14 @@
 
 `tune_process` is called once by the command line (``python -m core``), the dashboard
 (``app.py``) and the benchmarks; `freeze_heap` by the dashboard once its long-lived heap is
-built, `trim_heap_periodically` by the dashboard (a long-running server). Library code never calls them: importing a RankLens module changes nothing outside it.
+built. Library code never calls them: importing a RankLens module changes nothing outside it.
 """
 
 from __future__ import annotations
 
 import gc
-import threading
-import time
 
 _tuned = False
-_trimmer: threading.Thread | None = None
-#: seconds between two `trim_heap_periodically` trims
-TRIM_SECONDS = 30.0
 
 
 def tune_process() -> None:
@@ -68,30 +63,3 @@ def _keep_freed_heap_memory() -> None:
     m_trim_threshold, m_mmap_threshold = -1, -3
     mallopt(m_mmap_threshold, 32 * 2**20)
     mallopt(m_trim_threshold, 1024 * 2**20)
-
-
-def trim_heap_periodically(seconds: float = TRIM_SECONDS) -> bool:
-    """For a long-running server: a daemon thread returns glibc's free heap memory to the
-    system every ``seconds`` (``malloc_trim(0)``: free pages at the top of each arena released,
-    free pages inside them handed back with ``madvise``; a few milliseconds). `tune_process`
-    has malloc keep freed blocks (the command line's speed); a server whose sessions come and
-    go would otherwise keep the high-water mark of every burst of work. Idempotent; False
-    (nothing started) outside glibc."""
-    global _trimmer
-    if _trimmer is not None:
-        return True
-    try:
-        import ctypes
-
-        malloc_trim = ctypes.CDLL(None).malloc_trim
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        return False
-
-    def trim() -> None:
-        while True:
-            time.sleep(seconds)
-            malloc_trim(0)
-
-    _trimmer = threading.Thread(target=trim, name="ranklens-heap-trim", daemon=True)
-    _trimmer.start()
-    return True

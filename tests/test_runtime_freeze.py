@@ -32,18 +32,3 @@ def test_freeze_heap_freezes_the_heap_and_later_cycles_are_still_collected() -> 
         assert ref_long() is None  # frozen but unreferenced: freed by reference counting
     finally:
         gc.unfreeze()
-
-
-def test_trim_heap_periodically_starts_one_daemon_thread() -> None:
-    """The dashboard's heap trimmer (`core.runtime.trim_heap_periodically`, called by app.py on
-    every run): one daemon thread however often it is called, and the trim it calls is glibc's."""
-    import ctypes
-    import threading
-
-    from core import runtime
-
-    assert runtime.trim_heap_periodically() is True
-    assert runtime.trim_heap_periodically() is True
-    trimmers = [t for t in threading.enumerate() if t.name == "ranklens-heap-trim"]
-    assert len(trimmers) == 1 and trimmers[0].daemon
-    assert ctypes.CDLL(None).malloc_trim(0) in (0, 1)
