@@ -62,6 +62,7 @@ from core.rerank.transport import (
     RetryPolicy,
     SiblingFailedError,
     classify,
+    next_delay,
 )
 
 LOCAL_PLACEHOLDER_KEY = "not-needed"
@@ -485,27 +486,18 @@ class OpenAIProvider(BaseProvider):
 
     def _next_delay(self, exc: BaseException, retries: int, started: float, endpoint: str | None = None) -> float:
         """Seconds to wait before retry number ``retries + 1``, or `ProviderError` (redacted)
-        when ``exc`` is not retryable or the count or time budget is spent. ``endpoint``: the
-        URL that failed (named in the message when there are several)."""
-        retryable, what, status, after = classify(exc, self.timeout)
-        if endpoint is not None and len(self.pool) > 1:
-            what = f"{what} at {endpoint}"
-        attempts = retries + 1
-
-        def failure(message: str) -> ProviderError:
-            return ProviderError(self.redact(message), status=status, attempts=attempts, endpoint=endpoint)
-
-        if not retryable:
-            raise failure(f"{self.name}: {what}") from None
-        if retries >= self.retry.max_retries:
-            raise failure(f"{self.name}: gave up after {attempts} attempts: {what}") from None
-        delay = self.retry.delay(retries, after)
-        if time.monotonic() - started + delay > self.retry.max_total:
-            raise failure(
-                f"{self.name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
-                f"the {self.retry.max_total:g} s retry budget"
-            ) from None
-        return delay
+        (`core.rerank.transport.next_delay`). ``endpoint``: the URL that failed (named in the
+        message when there are several)."""
+        return next_delay(
+            classify(exc, self.timeout),
+            name=self.name,
+            retry=self.retry,
+            redact=self.redact,
+            retries=retries,
+            started=started,
+            endpoint=endpoint,
+            several=len(self.pool) > 1,
+        )
 
     def _check(self, scope: CallScope, retries: int) -> None:
         """Before an attempt: `ProviderError` when the batch's breaker is open or a sibling call

@@ -63,6 +63,7 @@ from core.rerank.transport import (
     MalformedReplyError,
     RetryPolicy,
     SiblingFailedError,
+    next_delay,
     retry_after_header,
 )
 
@@ -361,25 +362,18 @@ class RerankAPIProvider(BaseProvider):
         return scores, tokens, response.text
 
     def _next_delay(self, exc: BaseException, retries: int, started: float, endpoint: Endpoint) -> float:
-        """The wait before the next attempt, or the redacted `ProviderError` (as the openai provider)."""
-        retryable, what, status, after = classify(exc, self.timeout)
-        if len(self.pool) > 1:
-            what = f"{what} at {endpoint.url}"
-        attempts = retries + 1
-
-        def failure(message: str) -> ProviderError:
-            return ProviderError(self.redact(message), status=status, attempts=attempts, endpoint=endpoint.url)
-
-        if not retryable:
-            raise failure(f"{self.name}: {what}") from None
-        if retries >= self.retry.max_retries:
-            raise failure(f"{self.name}: gave up after {attempts} attempts: {what}") from None
-        delay = self.retry.delay(retries, after)
-        if time.monotonic() - started + delay > self.retry.max_total:
-            raise failure(
-                f"{self.name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
-                f"the {self.retry.max_total:g} s retry budget"
-            ) from None
+        """The wait before the next attempt (0 when another endpoint is healthy), or the redacted
+        `ProviderError` (`core.rerank.transport.next_delay`, as the openai provider)."""
+        delay = next_delay(
+            classify(exc, self.timeout),
+            name=self.name,
+            retry=self.retry,
+            redact=self.redact,
+            retries=retries,
+            started=started,
+            endpoint=endpoint.url,
+            several=len(self.pool) > 1,
+        )
         return 0.0 if self.pool.any_other_healthy(endpoint) else delay
 
     def _failed(

@@ -92,6 +92,46 @@ def retry_after_header(headers: Any) -> float | None:
     return None
 
 
+def next_delay(
+    classified: tuple[bool, str, int | None, float | None],
+    *,
+    name: str,
+    retry: RetryPolicy,
+    redact: Callable[[str], str],
+    retries: int,
+    started: float,
+    endpoint: str | None,
+    several: bool,
+) -> float:
+    """Seconds to wait before retry number ``retries + 1`` after a failure ``classified`` as
+    (retryable, description, HTTP status, retry-after seconds) by the provider's classifier
+    (`classify` for the openai client), or a `ProviderError` (its message through ``redact``)
+    when it is not retryable or ``retry``'s count or time budget is spent (counted from
+    ``started``, `time.monotonic`). ``endpoint``: the URL that failed, named in the message when
+    there are ``several``."""
+    from core.rerank.errors import ProviderError
+
+    retryable, what, status, after = classified
+    if endpoint is not None and several:
+        what = f"{what} at {endpoint}"
+    attempts = retries + 1
+
+    def failure(message: str) -> ProviderError:
+        return ProviderError(redact(message), status=status, attempts=attempts, endpoint=endpoint)
+
+    if not retryable:
+        raise failure(f"{name}: {what}") from None
+    if retries >= retry.max_retries:
+        raise failure(f"{name}: gave up after {attempts} attempts: {what}") from None
+    delay = retry.delay(retries, after)
+    if time.monotonic() - started + delay > retry.max_total:
+        raise failure(
+            f"{name}: gave up after {attempts} attempts ({what}); the next wait of {delay:.1f} s would pass "
+            f"the {retry.max_total:g} s retry budget"
+        ) from None
+    return delay
+
+
 def classify(exc: BaseException, timeout: float | None) -> tuple[bool, str, int | None, float | None]:
     """(retryable, description, HTTP status, retry-after seconds) of a client exception."""
     import openai
