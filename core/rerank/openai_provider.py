@@ -60,7 +60,7 @@ from core.rerank.transport import (
     EndpointPool,
     MalformedReplyError,
     RetryPolicy,
-    SiblingFailedError,
+    check_scope,
     classify,
     next_delay,
 )
@@ -499,14 +499,6 @@ class OpenAIProvider(BaseProvider):
             several=len(self.pool) > 1,
         )
 
-    def _check(self, scope: CallScope, retries: int) -> None:
-        """Before an attempt: `ProviderError` when the batch's breaker is open or a sibling call
-        of the query already failed (nothing is sent)."""
-        try:
-            scope.check()
-        except (CircuitOpenError, SiblingFailedError) as exc:
-            raise ProviderError(f"{self.name}: {exc}", attempts=retries) from None
-
     def _count(self, scope: CallScope, exc: BaseException, retries: int, endpoint: Endpoint | None = None) -> None:
         """Feed the batch's breaker: a connection failure (refused, reset, cut short, timed out)
         counts, any HTTP reply resets; `ProviderError` when this failure opens the breaker. With
@@ -572,7 +564,7 @@ class OpenAIProvider(BaseProvider):
         started, retries = time.monotonic(), 0
         failed: Endpoint | None = None
         while True:
-            self._check(scope, retries)
+            check_scope(scope, self.name, retries)
             t0 = time.perf_counter()
             endpoint = self.pool.acquire(failed)
             ok: bool | None = True
@@ -608,7 +600,7 @@ class OpenAIProvider(BaseProvider):
         started, retries = time.monotonic(), 0
         failed: Endpoint | None = None
         while True:
-            self._check(scope, retries)
+            check_scope(scope, self.name, retries)
             endpoint = await self.pool.aacquire(failed)
             t0 = time.perf_counter()
             ok: bool | None = True

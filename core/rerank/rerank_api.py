@@ -62,7 +62,7 @@ from core.rerank.transport import (
     EndpointPool,
     MalformedReplyError,
     RetryPolicy,
-    SiblingFailedError,
+    check_scope,
     next_delay,
     retry_after_header,
 )
@@ -402,12 +402,6 @@ class RerankAPIProvider(BaseProvider):
                 None, exc.text, 0, latency, False, retries, endpoint.url, f"malformed reply ({exc.what})"
             )
 
-    def _check(self, scope: CallScope, retries: int) -> None:
-        try:
-            scope.check()
-        except (CircuitOpenError, SiblingFailedError) as exc:
-            raise ProviderError(f"{self.name}: {exc}", attempts=retries) from None
-
     def score_passages(self, query: str, passages: list[str], scope: CallScope | None = None) -> Scored:
         """One scoring request (from the cache when enabled) with transport retries over the pool."""
         key, hit = self._cached(query, passages, len(passages))
@@ -418,7 +412,7 @@ class RerankAPIProvider(BaseProvider):
         started, retries = time.monotonic(), 0
         failed: Endpoint | None = None
         while True:
-            self._check(scope, retries)
+            check_scope(scope, self.name, retries)
             endpoint = self.pool.acquire(failed)
             t0 = time.perf_counter()
             ok: bool | None = True
@@ -452,7 +446,7 @@ class RerankAPIProvider(BaseProvider):
         started, retries = time.monotonic(), 0
         failed: Endpoint | None = None
         while True:
-            self._check(scope, retries)
+            check_scope(scope, self.name, retries)
             endpoint = await self.pool.aacquire(failed)
             t0 = time.perf_counter()
             ok: bool | None = True

@@ -92,6 +92,17 @@ def retry_after_header(headers: Any) -> float | None:
     return None
 
 
+def check_scope(scope: CallScope, name: str, retries: int) -> None:
+    """Before an attempt of provider ``name``: `ProviderError` when the batch's breaker is open
+    or a sibling call of the query already failed (nothing is sent)."""
+    from core.rerank.errors import ProviderError
+
+    try:
+        scope.check()
+    except (CircuitOpenError, SiblingFailedError) as exc:
+        raise ProviderError(f"{name}: {exc}", attempts=retries) from None
+
+
 def next_delay(
     classified: tuple[bool, str, int | None, float | None],
     *,
