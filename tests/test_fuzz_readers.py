@@ -105,6 +105,13 @@ JUDGE_SEEDS = {
     b'{"qid": 2, "question": "How?", "model": "b", "answer": "So."}\n',
     "judge.csv": b'qid,question,model,answer\nq1,Why?,a,"two\nlines"\nq1,Why?,b,one\n',
 }
+RAG_SEEDS = {
+    "rag.jsonl": b'{"qid": "q1", "question": "Why?", "retrieved": [{"id": "c1", "doc_id": "d1", "score": 2, "text": "t"},'
+    b' {"id": "c2", "score": 2}], "answer": "Because.", "reference": "So", "relevant": {"d1": 2}}\n'
+    b'{"qid": 2, "question": "How?", "retrieved": ["a", "b"], "answer": "So.", "references": ["x"], "relevant": ["a"]}\n',
+    "rag.csv": b'qid,question,retrieved,answer,reference,relevant\nq1,Why?,"[{""id"": ""c1"", ""score"": 1}]",'
+    b'"two\nlines","[""a"", ""b""]","[""c1""]"\nq2,How?,[],x,plain,\n',
+}
 CHUNK_SEEDS = {
     "chunks.csv": b"chunk_id,doc_id\nc1,d1\nc2,d1\nc3,d2\n",
     "chunks.jsonl": b'{"chunk_id": "c1", "doc_id": "d1"}\n{"chunk_id": "c2", "doc_id": "d2"}\n',
@@ -406,6 +413,16 @@ def test_answer_reader(file: tuple[str, bytes]) -> None:
 def test_judge_answer_reader(file: tuple[str, bytes]) -> None:
     for answer in outcome(read_judge_answers, file[1], file[0]) or []:
         clean_ids([answer.qid, answer.model], "qid or model")
+
+
+@fuzz(80)
+@given(mutated(RAG_SEEDS))
+def test_rag_reader(file: tuple[str, bytes]) -> None:
+    from core.io.rag import read_rag
+
+    rag = outcome(read_rag, file[1], file[0])
+    for q in rag.questions if rag is not None else ():
+        clean_ids([q.qid, *(it.id for it in q.retrieved)], "qid or retrieved id")
 
 
 @fuzz(80)

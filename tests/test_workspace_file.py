@@ -17,6 +17,7 @@ from core.data import Qrels, Run, Votes
 from core.demo import load_demo
 from core.errors import DataError
 from core.fusion import FusionParams, fuse_with
+from core.rag.data import RagItem, RagQuestion, RagSet
 from core.workspace import KINDS, Workspace
 from core.workspace.file import (
     FORMAT_VERSION,
@@ -75,8 +76,30 @@ def _full_workspace() -> Workspace:
         "votes.csv",
     )
     ws.add("votes", votes.name, votes)
+    rag = _rag_set()
+    ws.add("rag", rag.name, rag, digest="r1", note="rag")
     ws.remove("run", ws.names("run")[2])  # a removed demo stays removed
     return ws
+
+
+def _rag_set() -> RagSet:
+    """A RAG set with every optional part present and absent: nulls, ties, -0.0, graded ids."""
+    return RagSet(
+        "rag ✓",
+        (
+            RagQuestion(
+                "q1",
+                "Wo liegt ∑?",
+                (RagItem("c1", "d1", 0.5, "text é"), RagItem("c2", "d1", 0.5, None), RagItem("c3", None, -0.0, "")),
+                "Paris, the capital.",
+                ("Paris", "Paris, FR"),
+                {"d1": 2, "c3": 0},
+            ),
+            RagQuestion("q2", "", (), "", (), None),
+            RagQuestion("q3", "x?", (RagItem("a", None, None, None),), "y", ("y",), {}),
+        ),
+        source="rag.jsonl",
+    )
 
 
 def _assert_same(a: Workspace, b: Workspace) -> None:
@@ -98,6 +121,12 @@ def _assert_same(a: Workspace, b: Workspace) -> None:
                 assert x.obj.source == y.obj.source
             elif kind == "corpus":
                 assert x.obj.queries == y.obj.queries and x.obj.name == y.obj.name
+            elif kind == "rag":
+                assert x.obj.questions == y.obj.questions and x.obj.name == y.obj.name
+                assert x.obj.content_digest == y.obj.content_digest and x.obj.source == y.obj.source
+                assert [str(it.score) for q in x.obj.questions for it in q.retrieved] == [
+                    str(it.score) for q in y.obj.questions for it in q.retrieved
+                ]  # -0.0 stays -0.0
             else:
                 pd.testing.assert_frame_equal(x.obj, y.obj)
 

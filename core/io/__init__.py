@@ -1,6 +1,7 @@
 """Readers and writers for every RankLens data family: runs, qrels, answers and chunk maps
 (`core.io.runs`), pairwise votes (`core.io.votes`), rerank candidates and text tables
-(`core.io.corpus`); which kind a file holds, by its content (`core.io.kinds.sniff_kind`).
+(`core.io.corpus`), RAG evaluation sets (`core.io.rag`); which kind a file holds, by its
+content (`core.io.kinds.sniff_kind`).
 ``collapse_chunks`` is `core.chunks`' (it computes; kept here by name).
 
 The names below are loaded on first use (PEP 562 ``__getattr__``): ``from core.io import
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from core.io._common import sniff_format
     from core.io.corpus import read_candidates, read_candidates_from_run, read_text_table
     from core.io.kinds import KindGuess, sniff_kind
+    from core.io.rag import read_rag
     from core.io.runs import (
         read_answers,
         read_chunk_map,
@@ -38,6 +40,7 @@ _HOME: dict[str, str] = {
     "read_text_table": "core.io.corpus",
     "KindGuess": "core.io.kinds",
     "sniff_kind": "core.io.kinds",
+    "read_rag": "core.io.rag",
     "collapse_chunks": "core.chunks",
     "read_answers": "core.io.runs",
     "read_chunk_map": "core.io.runs",
@@ -57,6 +60,7 @@ __all__ = [
     "read_candidates_from_run",
     "read_chunk_map",
     "read_qrels",
+    "read_rag",
     "read_run",
     "read_runs",
     "read_text_table",

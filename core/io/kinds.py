@@ -20,7 +20,7 @@ from core.errors import DataError
 from core.io._common import check_text, gunzip_limited, load_bytes, quoted, sniff_format, strip_bom
 
 #: the dataset kinds of the dashboard (`core.workspace.KINDS`) and a workspace file
-KINDS: tuple[str, ...] = ("run", "qrels", "votes", "answers", "chunkmap", "corpus", "workspace")
+KINDS: tuple[str, ...] = ("run", "qrels", "votes", "answers", "chunkmap", "corpus", "rag", "workspace")
 #: how many bytes of (decompressed) text are looked at
 HEAD_BYTES = 1 << 20
 #: the member naming a zip as a RankLens workspace (`core.workspace.file.MANIFEST`)
@@ -37,6 +37,7 @@ EXPECTED = (
     "votes (model_a, model_b, winner or preference), answers (qid, prediction, reference or references), "
     "a chunk map (chunk_id, doc_id, or two whitespace-separated columns without a header), "
     "rerank candidates (JSONL {qid, query, candidates: [{docid, text}]}), "
+    "a RAG evaluation set (qid, question, retrieved, answer[, reference, relevant]), "
     "a RankLens workspace (a zip holding manifest.json)"
 )
 #: the formats each kind's reader takes (``trec`` for a chunk map: two headerless columns)
@@ -47,6 +48,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     "answers": ("csv", "tsv", "jsonl"),
     "chunkmap": ("trec", "csv", "tsv", "jsonl"),
     "corpus": ("jsonl",),
+    "rag": ("csv", "tsv", "jsonl", "parquet"),
     "workspace": ("zip",),
 }
 _WHAT = {
@@ -56,6 +58,7 @@ _WHAT = {
     "answers": "answers",
     "chunkmap": "a chunk map",
     "corpus": "rerank candidates",
+    "rag": "a RAG evaluation set",
     "workspace": "a RankLens workspace",
 }
 _FORMAT_NAMES = {"trec": "TREC", "csv": "CSV", "tsv": "TSV", "jsonl": "JSONL", "parquet": "Parquet"}
@@ -89,11 +92,12 @@ def sniff_kind(data: bytes, filename: str) -> KindGuess:
       reader's bounds (truncated, too large) is a ``workspace`` too: its loader refuses it
       with the reason. A listed zip without ``manifest.json`` is refused.
     * Parquet (schema from the footer; gzip'd Parquet is expanded by `load_bytes`, bounded):
-      ``votes``, ``run``, ``qrels`` by columns as below; answers, chunk maps and candidates
-      have no Parquet reader and are refused saying so.
+      ``rag``, ``votes``, ``run``, ``qrels`` by columns as below; answers, chunk maps and
+      candidates have no Parquet reader and are refused saying so.
     * text (gzip decompressed through the bounded `gunzip_limited`, a UTF-16 BOM decoded, a
       UTF-8 BOM dropped) in the format `sniff_format` finds, by the first non-blank line:
-      ``corpus`` (keys qid, query, candidates; JSONL only), ``votes`` (model_a, model_b and
+      ``corpus`` (keys qid, query, candidates; JSONL only), ``rag`` (qid, question,
+      retrieved, answer: `core.io.rag`), ``votes`` (model_a, model_b and
       winner or preference; also a JSON array of such objects), ``answers`` (qid, prediction
       and reference/references/answer, JSONL also answers), ``run`` (qid and docid under
       `core.io.runs`' aliases, and score or rank), ``qrels`` (qid, docid, relevance under the
@@ -105,8 +109,8 @@ def sniff_kind(data: bytes, filename: str) -> KindGuess:
       ``chunkmap`` (`read_chunk_map` reads two headerless whitespace-separated columns;
       a headerless two-column CSV is refused, as that reader takes a CSV header as names).
 
-    Where two readers would read a file, the order above decides: candidates, votes and
-    answers first (their columns belong to no other kind); then ``run`` over ``qrels`` (a CSV
+    Where two readers would read a file, the order above decides: candidates, RAG sets, votes
+    and answers first (their columns belong to no other kind); then ``run`` over ``qrels`` (a CSV
     ``qid,docid,score``, or ``qid,docid,rank,relevance``: qrels never carry a ranking, and
     their reader takes ``score`` only as BEIR's name for a grade, while BEIR's own
     ``query-id,corpus-id,score`` is no run and stays qrels; ``qid,docid,relevance`` is
@@ -290,7 +294,7 @@ def _by_columns(
         lower = [c.strip().lower() for c in plain]
         exact = parsed if fmt == "parquet" else [c.strip() for c in parsed]
     lower_parsed = [c.strip().lower() for c in parsed]
-    order = ("corpus", "votes", "answers", "run", "qrels", "chunkmap")
+    order = ("corpus", "rag", "votes", "answers", "run", "qrels", "chunkmap")
     matched = [kind for kind in order if _fits(kind, lower, lower_parsed, exact, fmt)]
     usable = [kind for kind in matched if fmt in FORMATS[kind]]
     if usable:
@@ -323,6 +327,10 @@ def _fits(kind: str, lower: list[str], lower_parsed: list[str], exact: list[str]
 
     if kind == "corpus":
         return {"qid", "query", "candidates"} <= set(exact)
+    if kind == "rag":  # core.io.rag lower-cases JSON keys and strips CSV header names
+        from core.io.rag import REQUIRED
+
+        return set(REQUIRED) <= set(lower if fmt == "jsonl" else lower_parsed)
     if kind == "votes":
         return _is_votes(exact)
     if kind == "answers":
@@ -346,7 +354,9 @@ def _is_votes(names: list[str]) -> bool:
 def _known_header(names: list[str]) -> bool:
     """Whether ``names`` (split on tabs or whitespace) fit some kind's header."""
     lower, exact = [c.strip().lower() for c in names], [c.strip() for c in names]
-    return any(_fits(kind, lower, lower, exact, "tsv") for kind in ("votes", "answers", "run", "qrels", "chunkmap"))
+    return any(
+        _fits(kind, lower, lower, exact, "tsv") for kind in ("rag", "votes", "answers", "run", "qrels", "chunkmap")
+    )
 
 
 def _by_trec(first: str, fields: list[str], adjectives: str, name: str, line: int) -> KindGuess:

@@ -10,8 +10,10 @@ workspace's Parquet form (one row per question, nested lists and structs).
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -206,10 +208,37 @@ class RagSet:
                     relevant=None if rel is None else {str(r["id"]): int(r["grade"]) for r in rel},
                 )
             )
+            reason = problem(questions[-1])
+            if reason:
+                raise DataError(reason, file=source, rows=(len(questions) - 1,))
         return cls(name=name, questions=tuple(questions), source=source)
 
     def renamed(self, name: str) -> RagSet:
         return RagSet(name=name, questions=self.questions, source=self.source)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f]")
+
+
+def problem(q: RagQuestion) -> str | None:
+    """What the file reader (``core.io.rag``) would refuse in a question, or None: an id
+    (qid, item id, doc_id, relevant id) empty or holding a control character, a score not
+    finite, scores on some items only, or scores that increase along the list."""
+    ids = [("qid", q.qid)] + [(f"retrieved item {i}: id", it.id) for i, it in enumerate(q.retrieved, 1)]
+    ids += [(f"retrieved item {i}: doc_id", it.doc_id) for i, it in enumerate(q.retrieved, 1) if it.doc_id is not None]
+    ids += [("relevant id", k) for k in (q.relevant or {})]
+    for role, value in ids:
+        if not value.strip() or _CONTROL.search(value):
+            return f"{role} {value!r} is empty or holds a control character"
+    scores = [it.score for it in q.retrieved]
+    if any(s is not None and not math.isfinite(s) for s in scores):
+        return f"qid {q.qid!r}: a score that is not finite"
+    if None in scores and any(s is not None for s in scores):
+        return f"qid {q.qid!r}: scores on some retrieved items only"
+    known = [s for s in scores if s is not None]
+    if len(known) == len(scores) and any(b > a for a, b in itertools.pairwise(known)):
+        return f"qid {q.qid!r}: scores increase along the retrieved list"
+    return None
 
 
 TABLE_COLUMNS: tuple[str, ...] = ("qid", "question", "answer", "references", "relevant", "retrieved")

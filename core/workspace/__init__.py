@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-KINDS: tuple[str, ...] = ("run", "qrels", "answers", "chunkmap", "votes", "corpus")
+KINDS: tuple[str, ...] = ("run", "qrels", "answers", "chunkmap", "votes", "corpus", "rag")
 #: runs selected by default (`default_selection`)
 MAX_DEFAULT_RUNS = 6
 

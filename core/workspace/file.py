@@ -34,7 +34,9 @@ Kinds and their tables (`core.workspace.KINDS`): ``run`` (qid, docid, score[, ra
 ``qrels`` (qid, docid, relevance), ``votes`` (model_a, model_b, winner[, judge, category,
 timestamp, weight]), ``answers`` (qid, prediction, references: list of strings),
 ``chunkmap`` (chunk_id, doc_id), ``corpus`` (one row per query: qid, query, docids, texts,
-scores: lists). Fused and reranked runs are runs (their origin says which). ``meta`` values
+scores: lists), ``rag`` (one row per question: `core.rag.data.RagSet.to_table`'s qid, question,
+answer, references, relevant: list of {id, grade} or null, retrieved: list of {id, doc_id,
+score, text}). Fused and reranked runs are runs (their origin says which). ``meta`` values
 that are JSON are kept; a fusion report (``meta["fusion"]``) is kept as its fields and
 rebuilt; any other value is listed in the manifest as not saved.
 """
@@ -65,6 +67,7 @@ import pyarrow.parquet as pq
 from core.data import DUPLICATES_DROPPED, VOTE_RESPONSES, VOTE_STYLE_COUNTS, Qrels, Run, Votes, as_numpy
 from core.errors import DataError, redact_credentials
 from core.io._common import MAX_EXPANDED_ENV, ExpansionGuard, json_nesting_exceeds, max_expanded_bytes
+from core.rag.data import RagSet, arrow_types
 from core.rerank.candidates import CandidateSet, QueryCandidates
 from core.workspace import KINDS, Workspace
 
@@ -108,6 +111,14 @@ _REQUIRED: dict[str, dict[str, pa.DataType]] = {
         "texts": pa.list_(pa.string()),
         "scores": pa.list_(pa.float64()),
     },
+    "rag": {
+        "qid": pa.string(),
+        "question": pa.string(),
+        "answer": pa.string(),
+        "references": pa.list_(pa.string()),
+        "relevant": arrow_types()[0],
+        "retrieved": arrow_types()[1],
+    },
 }
 _OPTIONAL: dict[str, dict[str, pa.DataType]] = {
     "run": {"rank": pa.int64()},
@@ -121,7 +132,7 @@ _OPTIONAL: dict[str, dict[str, pa.DataType]] = {
     },
 }
 #: columns that may hold nulls (a corpus query without first-stage scores)
-_NULLABLE = {("corpus", "scores")}
+_NULLABLE = {("corpus", "scores"), ("rag", "relevant")}
 
 
 @dataclass(frozen=True)
@@ -238,6 +249,9 @@ def _digest_column(parts: dict[str, Any], chunks: list[pa.Array], path: str) -> 
         elif pa.types.is_list(kind) or pa.types.is_large_list(kind):
             feed("lengths", as_numpy(pc.fill_null(pc.list_value_length(chunk), 0)).astype(np.int64).tobytes())
             _digest_column(parts, [chunk.flatten()], f"{path}items/")
+        elif pa.types.is_struct(kind):  # each field under its name (the struct's nulls merged in)
+            for index, child in enumerate(chunk.flatten()):
+                _digest_column(parts, [child], f"{path}{kind.field(index).name}/")
         elif pa.types.is_boolean(kind):
             feed("values", as_numpy(pc.fill_null(chunk, False)).astype(np.uint8).tobytes())
         elif pa.types.is_timestamp(kind):
@@ -276,6 +290,9 @@ def _to_table(kind: str, obj: Any) -> pa.Table:
                 ),
             }
         )
+    if kind == "rag":
+        rag: pa.Table = obj.to_table()
+        return rag
     raise DataError(f"unknown dataset kind {kind!r}", expected=f"one of {', '.join(KINDS)}")
 
 
@@ -288,6 +305,8 @@ def _from_table(kind: str, table: pa.Table, record: DatasetRecord, meta: dict[st
         return Qrels.from_table(table, name, source=source)
     if kind == "votes":
         return Votes.from_table(table, name, source=source, meta=meta)
+    if kind == "rag":
+        return RagSet.from_table(table, name, source=source)
     import pandas as pd
 
     if kind == "answers":
@@ -795,6 +814,7 @@ _ID_COLUMNS: dict[str, tuple[str, ...]] = {
     "answers": ("qid",),
     "chunkmap": ("chunk_id", "doc_id"),
     "corpus": ("qid", "docids"),
+    "rag": ("qid",),
 }
 
 
