@@ -20,7 +20,7 @@ $(VENV)/.runtime: requirements.txt
 	$(SITE_BYTECODE)
 	touch $@
 
-$(VENV)/.dev: requirements-dev.txt $(VENV)/.runtime
+$(VENV)/.dev: requirements-dev.txt requirements-irds.txt $(VENV)/.runtime
 	$(PIP) -r requirements-dev.txt
 	$(SITE_BYTECODE)
 	touch $@

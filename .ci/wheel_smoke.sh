@@ -26,7 +26,7 @@ step() { printf 'wheel smoke [%3ds] %s\n' "$((SECONDS - start))" "$*"; }
 step "build: python -m pip wheel . --no-deps"
 mkdir "$tmp/src" "$tmp/dist" "$tmp/work"
 tar -C "$root" -c --exclude=__pycache__ --exclude='*.pyc' \
-  pyproject.toml README.md requirements.txt requirements-ray.txt app.py .streamlit core pages | tar -C "$tmp/src" -x
+  pyproject.toml README.md requirements.txt requirements-ray.txt requirements-irds.txt app.py .streamlit core pages | tar -C "$tmp/src" -x
 (cd "$tmp/src" && "$PY" -m pip wheel . -w "$tmp/dist" --no-deps --quiet)
 wheel=$(ls "$tmp"/dist/ranklens-*.whl)
 

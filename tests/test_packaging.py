@@ -37,9 +37,12 @@ def test_dependencies_are_exactly_the_requirements_files():
     dynamic = SETUPTOOLS["dynamic"]
     assert dynamic["version"] == {"attr": "core.__version__"}
     assert dynamic["dependencies"] == {"file": ["requirements.txt"]}
-    assert dynamic["optional-dependencies"] == {"ray": {"file": ["requirements-ray.txt"]}}
+    assert dynamic["optional-dependencies"] == {
+        "ray": {"file": ["requirements-ray.txt"]},
+        "irds": {"file": ["requirements-irds.txt"]},
+    }
     # setuptools reads these files line by line: only plain requirements (no -r, -e, URLs or options)
-    for name in ("requirements.txt", "requirements-ray.txt"):
+    for name in ("requirements.txt", "requirements-ray.txt", "requirements-irds.txt"):
         lines = requirement_lines(name)
         assert lines, name
         for line in lines:

@@ -46,7 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="run file (TREC, CSV/TSV, JSONL, Parquet); repeat for several runs",
     )
-    parser.add_argument("--qrels", required=True, metavar="FILE", help="qrels file (TREC or CSV/TSV)")
+    parser.add_argument(
+        "--qrels",
+        required=True,
+        metavar="FILE",
+        help="qrels file (TREC or CSV/TSV), or irds:<dataset-id> (ir_datasets)",
+    )
     parser.add_argument(
         "--metrics",
         default=",".join(DEFAULT_METRICS),

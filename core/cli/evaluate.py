@@ -74,7 +74,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="run file (TREC, CSV/TSV, JSONL, Parquet); repeat for several runs (required without --workspace)",
     )
     parser.add_argument(
-        "--qrels", default=None, metavar="FILE", help="qrels file (TREC or CSV/TSV; required without --workspace)"
+        "--qrels",
+        default=None,
+        metavar="FILE",
+        help="qrels file (TREC or CSV/TSV; required without --workspace), or irds:<dataset-id> (ir_datasets)",
     )
     parser.add_argument(
         "--workspace",

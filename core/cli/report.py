@@ -31,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--run", action="append", default=[], metavar="FILE", help="run file; repeat for several runs (with --qrels)"
     )
-    parser.add_argument("--qrels", default=None, metavar="FILE", help="qrels file (with --run)")
+    parser.add_argument(
+        "--qrels", default=None, metavar="FILE", help="qrels file (with --run), or irds:<dataset-id> (ir_datasets)"
+    )
     parser.add_argument(
         "--votes", default=None, metavar="FILE", help="pairwise votes file: adds the leaderboard and its interval plot"
     )

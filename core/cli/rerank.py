@@ -49,10 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     src.add_argument("--input", help="JSONL {qid, query, candidates: [{docid, text}]}")
     src.add_argument(
         "--run",
-        help="first-stage run (TREC/CSV/..., or a candidate TSV: query_id document_id [rank]) to take candidates from",
+        help="first-stage run (TREC/CSV/..., or a candidate TSV: query_id document_id [rank]) to take candidates "
+        "from; irds:<dataset-id>: that ir_datasets dataset's scoreddocs, with its corpus and queries unless given",
     )
-    src.add_argument("--corpus", help="docid,text table (CSV, TSV or JSONL)")
-    src.add_argument("--queries", help="qid,query table (CSV, TSV or JSONL)")
+    src.add_argument("--corpus", help="docid,text table (CSV, TSV or JSONL), or irds:<dataset-id>")
+    src.add_argument("--queries", help="qid,query table (CSV, TSV or JSONL), or irds:<dataset-id>")
     src.add_argument("--depth", type=int, default=100, help="candidates per query from --run (default 100)")
     src.add_argument("--demo", action="store_true", help="use the built-in demo corpus (and its qrels)")
     st = parser.add_argument_group("strategy")
@@ -65,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     st.add_argument(
         "--compare", help="comma-separated strategies (names or module:Class) to compare (needs --qrels or --demo)"
     )
-    st.add_argument("--qrels", help="qrels: evaluate (with --compare, or a single strategy)")
+    st.add_argument("--qrels", help="qrels (or irds:<dataset-id>): evaluate (with --compare, or a single strategy)")
     st.add_argument("--max-queries", type=int, help="rerank only the first N queries (and evaluate on them)")
     st.add_argument("--metrics", help="quality metrics, comma separated (e.g. ndcg@10,recall@100,map)")
     st.add_argument("--at-k", type=int, help="cutoff of the default metrics: ndcg@K, mrr@K, map, recall@K (10)")
@@ -207,9 +208,14 @@ def _candidates(args: argparse.Namespace) -> tuple[CandidateSet, Qrels | None]:
         return cands, qrels
     if args.input:
         return read_candidates(args.input), None
+    if args.run and args.run.startswith("irds:"):  # a named dataset: its corpus and queries unless given
+        args.corpus, args.queries = args.corpus or args.run, args.queries or args.run
     if args.run and args.corpus and args.queries:
         return read_candidates_from_run(args.run, args.corpus, args.queries, depth=args.depth), None
-    raise DataError("no candidates given", expected="--input cands.jsonl, or --run R --corpus C --queries Q, or --demo")
+    raise DataError(
+        "no candidates given",
+        expected="--input cands.jsonl, or --run R --corpus C --queries Q, or --run irds:<dataset-id>, or --demo",
+    )
 
 
 def _params(args: argparse.Namespace, strategy: str) -> dict[str, Any]:

@@ -35,7 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     save = sub.add_parser("save", help="write a workspace file from data files")
     save.add_argument("out", metavar="OUT", help="workspace file to write (e.g. results.ranklens.zip)")
     save.add_argument("--run", action="append", default=[], metavar="F", help="run file; repeat for several")
-    save.add_argument("--qrels", action="append", default=[], metavar="F", help="qrels file")
+    save.add_argument(
+        "--qrels", action="append", default=[], metavar="F", help="qrels file, or irds:<dataset-id> (ir_datasets)"
+    )
     save.add_argument("--votes", action="append", default=[], metavar="F", help="pairwise votes file")
     save.add_argument("--answers", action="append", default=[], metavar="F", help="answers file")
     save.add_argument("--chunk-map", action="append", default=[], metavar="F", help="chunk_id,doc_id map")
@@ -81,8 +83,8 @@ def _save(args: argparse.Namespace) -> int:
         for run in read_named_runs([path]):
             ws.add("run", _unique(ws, "run", run.name, path), run, digest=_file_digest(path))
     for path in args.qrels:
-        qrels = read_qrels(path)
-        ws.add("qrels", qrels.name, qrels, digest=_file_digest(path))
+        qrels = read_qrels(path)  # irds:<dataset-id>: a named dataset, no file to digest
+        ws.add("qrels", qrels.name, qrels, digest=None if path.startswith("irds:") else _file_digest(path))
     for path in args.votes:
         votes = read_votes(path)
         ws.add("votes", votes.name, votes, digest=_file_digest(path))

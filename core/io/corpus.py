@@ -374,11 +374,17 @@ def read_candidates_from_run(
 ) -> CandidateSet:
     """Candidates = the run's top ``depth`` per query, texts from ``corpus`` and query texts
     from ``queries``. A run is ranked by score, ties by docid as trec_eval; ranksmith's
-    candidate TSV (`read_candidate_table`, recognised by its header) keeps its given order."""
+    candidate TSV (`read_candidate_table`, recognised by its header) keeps its given order.
+    Any of the three may be ``irds:<dataset-id>`` (`core.io.irds`): the dataset's scoreddocs
+    (by score, ties in their file order), the texts of the candidates' documents, its queries."""
+    from core.io import irds
+
     if depth < 1:
         raise DataError(f"depth {depth} must be >= 1", expected="a positive depth")
     order = "trec"
-    if not isinstance(run, Run):
+    if irds.is_irds(run):
+        run, order = irds.read_run(str(run)), "input"
+    elif not isinstance(run, Run):
         head, run_source, run_filename = _head(run, run_filename)
         if candidate_header(first_line(strip_bom(head))) is not None:
             run, order = read_candidate_table(run_source, filename=run_filename), "given"
@@ -386,12 +392,18 @@ def read_candidates_from_run(
             from core.io import read_run
 
             run = read_run(run_source, filename=run_filename)
-    docs = corpus if isinstance(corpus, dict) else read_text_table(corpus, "corpus", filename=corpus_filename)
-    qtext = queries if isinstance(queries, dict) else read_text_table(queries, "queries", filename=queries_filename)
-    corpus_name = corpus_filename or (corpus if isinstance(corpus, str) else "corpus")
-    queries_name = queries_filename or (queries if isinstance(queries, str) else "queries")
     frame = ordered_frame(run, order)
     frame = frame[frame["rank"] <= depth]
+    if irds.is_irds(queries):
+        qtext = irds.read_queries(str(queries))
+    else:
+        qtext = queries if isinstance(queries, dict) else read_text_table(queries, "queries", filename=queries_filename)
+    if irds.is_irds(corpus):  # only the candidates' documents
+        docs = irds.read_docs(str(corpus), frame["docid"].unique().tolist())
+    else:
+        docs = corpus if isinstance(corpus, dict) else read_text_table(corpus, "corpus", filename=corpus_filename)
+    corpus_name = corpus_filename or (corpus if isinstance(corpus, str) else "corpus")
+    queries_name = queries_filename or (queries if isinstance(queries, str) else "queries")
     out = []
     for qid, group in frame.groupby("qid", sort=False):
         qid = str(qid)

@@ -677,7 +677,12 @@ def _split_by_tag(
 @refuse_exhaustion
 def read_qrels(data: Source, *, filename: str | None = None, fmt: str | None = None, name: str | None = None) -> Qrels:
     """Parse qrels: TREC ``qid iter docid rel`` or CSV/TSV/JSONL/Parquet with
-    ``qid, docid, relevance``; grades must be integers."""
+    ``qid, docid, relevance``; grades must be integers. ``irds:<dataset-id>`` reads a named
+    dataset's qrels from ir_datasets' cache (`core.io.irds`)."""
+    if isinstance(data, str) and data.startswith("irds:"):
+        from core.io.irds import read_qrels as read_named_qrels
+
+        return read_named_qrels(data, name=name)
     raw, display = load_bytes(data, filename)
     kind = sniff_format(raw, display, fmt)
     lines: LineMap | None = None
