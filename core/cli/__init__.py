@@ -25,6 +25,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "leaderboard": ("core.cli.leaderboard", "Bradley-Terry leaderboard from pairwise votes."),
     "rerank": ("core.cli.rerank", "Rerank candidates with an LLM or the lexical provider."),
     "judge-pairs": ("core.cli.judge_pairs", "Pairwise votes from an LLM judge (both orders), ready for leaderboard."),
+    "judge": ("core.cli.judge", "Grade passages 0-3 with an LLM judge and write them as qrels (RAG file or run)."),
     "report": ("core.cli.report", "Write one self-contained HTML report (figures, tables, significance, leaderboard)."),
     "demo": ("core.cli.demo", "Write the built-in demo datasets to a folder."),
     "workspace": ("core.cli.workspace", "Save, show or verify a workspace file (datasets + settings)."),
