@@ -1,5 +1,5 @@
 """Data: the one place where datasets come in (one uploader for every kind, the content decides;
-the rerank candidate builder; the demo on request), are inspected, renamed and removed; save the
+a named dataset's qrels through ir_datasets; the rerank candidate builder; the demo on request), are inspected, renamed and removed; save the
 session as a workspace file and open one (`pages.common.links`)."""
 
 from __future__ import annotations
@@ -61,6 +61,7 @@ else:
         on_click=ui.remove_demo_data,
         help="Every demo dataset leaves the workspace; your own stay.",
     )
+uploads.named_dataset()
 with st.expander("Build rerank candidates from a first-stage run, a corpus and queries", icon=":material/build:"):
     uploads.candidates_builder()
 

@@ -101,6 +101,8 @@ UPLOAD_READ_AS: Slot[str] = Slot("upload_read_as", lambda: "auto")
 #: query keeps each query's best-ranked copy (``read_runs(duplicates="keep-best")``) instead of
 #: being refused
 DEDUPE_RUNS: Slot[bool] = Slot("dedupe_runs", bool)
+#: the Data page's "Load a named dataset (ir_datasets)" text input: a dataset id (``irds:`` optional)
+IRDS_ID: Slot[str] = Slot("irds_id", str)
 
 # ---- Data page: the dataset inspector's widgets ----------------------------------------------
 INSPECT_KIND: Slot[str | None] = Slot("inspect_kind", _none)

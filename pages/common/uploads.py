@@ -1,6 +1,6 @@
 """The Data page's ways in: one uploader for every kind of dataset (the content decides:
-`core.io.sniff_kind`), workspace files included, and the rerank candidate builder (a
-first-stage run, a corpus and queries). Outcomes are messages for `ui.show_upload_messages`."""
+`core.io.sniff_kind`), workspace files included, a named dataset's qrels (ir_datasets:
+`named_dataset`), and the rerank candidate builder (a first-stage run, a corpus and queries). Outcomes are messages for `ui.show_upload_messages`."""
 
 from __future__ import annotations
 
@@ -98,6 +98,65 @@ def _ingest_one(upload: Any, kind: str, fmt: str | None, reason: str) -> bool:
         state.INSPECT_KIND.set(kind)
         state.INSPECT_NAME.set(names[-1])
     return True
+
+
+# ---- a named dataset (ir_datasets) ------------------------------------------------------------------
+#: the example dataset id the input shows
+IRDS_EXAMPLE = "msmarco-passage/trec-dl-2019/judged"
+
+
+def named_dataset() -> None:
+    """The Data page's "Load a named dataset (ir_datasets)": a dataset id and a button loading
+    its qrels (`load_named`)."""
+    name_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
+    name_col.text_input(
+        "Load a named dataset (ir_datasets)",
+        key=state.IRDS_ID.key,
+        placeholder=f"e.g. {IRDS_EXAMPLE}",
+        help="An ir_datasets id (irds: in front optional): its qrels are loaded from ir_datasets' cache "
+        "(IR_DATASETS_HOME, default ~/.ir_datasets), which RankLens never downloads into: a missing file is "
+        "named with the command that fetches it. Needs `pip install ranklens[irds]`.",
+    )
+    button_col.button("Load dataset", key="irds_load", icon=":material/dataset:", on_click=load_named)
+
+
+def load_named() -> None:
+    """``on_click`` of "Load dataset": the named dataset's qrels join the workspace as the user's
+    (the demo is dropped as for an upload) and become the sidebar's qrels; the same qrels are
+    added once; an error (no package, a file missing from the cache, an unknown id) is a message
+    and adds nothing."""
+    from core.data import content_digest
+    from core.io import irds
+
+    text = state.IRDS_ID.get().strip()
+    if not text:
+        return
+    source = text if irds.is_irds(text) else irds.PREFIX + text
+    try:
+        qrels = irds.read_qrels(source)
+    except RankLensError as exc:
+        ui.message("error", ui.escape_markdown(str(exc)))
+        return
+    except Exception as exc:  # noqa: BLE001 - never a traceback on the page
+        ui.message("error", ui.escape_markdown(f"{source}: could not be read ({type(exc).__name__}: {exc})"))
+        return
+    ws = ui.workspace()
+    digest = content_digest(qrels)
+    done = state.INGESTED.setdefault()
+    known = [n for n in ws.names("qrels") if ws.entry("qrels", n).digest == digest]
+    if ("qrels", digest) in done and known:
+        ui.message("success", f"Already loaded as qrels **{ui.escape_markdown(known[-1])}**.")
+        return
+    name = ws.add("qrels", qrels.name, qrels, origin="upload", digest=digest, note=f"ir_datasets {source}")
+    done.add(("qrels", digest))
+    ui.select_added(ws, "qrels", [name])
+    state.INSPECT_KIND.set("qrels")
+    state.INSPECT_NAME.set(name)
+    ui.message(
+        "success",
+        f"Loaded qrels **{ui.escape_markdown(name)}** ({ui.escape_markdown(ui.describe(qrels))}) from ir_datasets' "
+        "cache.",
+    )
 
 
 # ---- rerank candidates from a first-stage run, a corpus and queries ------------------------------
