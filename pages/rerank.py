@@ -1,5 +1,6 @@
-"""Rerank: rerank candidates live with an LLM (openai) or offline (lexical BM25), watch the
-calls and the bill, compare strategies. Core work lives in `core.rerank`."""
+"""Rerank: rerank candidates live with an LLM (openai, optionally with the user's prompt template),
+a served cross-encoder's ``/rerank`` API (pointwise) or offline (lexical BM25), watch the calls and
+the bill, compare strategies. Core work lives in `core.rerank`."""
 
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from core.rerank import (
 from core.rerank import strategies as strategy_table
 from core.rerank.keys import resolve_api_key
 from core.rerank.provider import AsyncProvider
+from core.rerank.templates import parse_template
 from core.workspace import default_selection
 from pages.common import cache, state, ui
 from pages.common.figures import show_figure
@@ -45,8 +47,9 @@ NO_QRELS = reports.NO_QRELS
 st.title("Rerank")
 st.caption(
     "Rerank first-stage candidates with an LLM through the OpenAI API (OpenAI, Azure OpenAI or any "
-    "OpenAI-compatible server) or offline with BM25. See the exact number of calls and the estimated cost "
-    "before you run, then the metrics before and after, the usage and every call."
+    "OpenAI-compatible server), with a served reranker's /rerank API (Cohere, Jina, TEI, vLLM) or offline with "
+    "BM25. See the exact number of calls and the estimated cost before you run, then the metrics before and "
+    "after, the usage and every call."
 )
 
 ws = ui.workspace()
@@ -118,6 +121,7 @@ if provider_kind == "lexical":
 settings: dict[str, Any] = {}
 prices = Prices()
 cache_on = True
+setting_error: str | None = None  # a prompt template that does not validate, a setting missing: no run
 if provider_kind == "openai":
     a, b, c = st.columns(3)
     azure = a.toggle("Azure OpenAI", key="rr_azure")
@@ -184,11 +188,91 @@ if provider_kind == "openai":
     cache_on = h2.toggle("Disk cache", value=True, key="rr_cache", help=f"Replies cached in {CACHE_DIR}/")
     if h3.button("Clear cache", key="rr_clear_cache", icon=":material/delete:"):
         st.toast(f"Removed {ReplyCache(CACHE_DIR).bind_credential(key).clear()} cached replies of this key.")
+    template_file = st.file_uploader(
+        "Prompt template (TOML, optional)",
+        type=None,
+        key="rr_template_file",
+        help="Replaces RankLens's prompts (keys system, rank, compare, select, grade, rank_reply; placeholders such "
+        "as {query}, {passages}, {num}, {passage}): e.g. RankZephyr's format, docs/templates/rankzephyr.toml. "
+        "Checked here, before any call; its SHA-256 joins the reply cache's key and the results.",
+    )
+    if template_file is not None:
+        try:
+            settings["prompt_template"] = parse_template(template_file.getvalue(), template_file.name)
+        except RankLensError as exc:
+            setting_error = "Fix the prompt template first."
+            ui.show_error(exc, escape=True)
+        else:
+            template = settings["prompt_template"]
+            st.caption(
+                ui.escape_markdown(
+                    f"Template {template.name} ({template.version}): "
+                    + ", ".join([*(["system"] if template.system is not None else []), *template.prompts])
+                    + " replaced; the other prompts are RankLens's."
+                )
+            )
+elif provider_kind == "rerank-api":
+    from core.rerank.rerank_api import FLAVORS, HOSTED, resolve_key
+
+    a, b, c = st.columns(3)
+    flavor = a.selectbox(
+        "API",
+        list(FLAVORS),
+        key="rr_ra_flavor",
+        format_func=reports.RERANK_API_LABELS.__getitem__,
+        help="The JSON the server speaks: Cohere's /v1/rerank (also Jina's and vLLM's /v1/rerank), Hugging Face "
+        "TEI's /rerank, vLLM's /score.",
+    )
+    settings["flavor"] = flavor
+    settings["model"] = (
+        b.text_input("Model", key="rr_ra_model", placeholder="e.g. BAAI/bge-reranker-v2-m3")
+        if FLAVORS[flavor].model
+        else None
+    ) or None
+    urls = reports.read_base_urls(
+        c.text_area(
+            "Base URLs (one per line)" + (" (optional)" if flavor in HOSTED else ""),
+            key="rr_ra_base_url",
+            placeholder=HOSTED.get(flavor, "http://localhost:8080"),
+            height=68,
+            help="The server; its path (/v1/rerank, /rerank, /score) is added. Several lines spread the calls "
+            "over several servers." + (f" Blank: {HOSTED[flavor]}." if flavor in HOSTED else ""),
+        )
+    )
+    settings["base_url"] = urls or None
+    typed = st.text_input(
+        "API key",
+        type="password",
+        key="rr_ra_api_key",
+        help="Kept only in this browser session; never written to disk, logs or the cache. Else RERANK_API_KEY "
+        "(or COHERE_API_KEY / JINA_API_KEY).",
+    )
+    key, source = resolve_key(typed or None, flavor)
+    if key:
+        settings["api_key"] = key
+        st.caption(f"API key: from {source}.")
+    if not urls and flavor not in HOSTED:
+        setting_error = "This API needs the server's base URL."
+    elif FLAVORS[flavor].model and not settings["model"]:
+        setting_error = "This API needs the reranker's model name."
+    if setting_error is not None:
+        st.warning(setting_error)
+    d, e = st.columns(2)
+    settings["timeout"] = d.number_input("Timeout (s)", 1.0, 600.0, 60.0, 5.0, key="rr_ra_timeout")
+    cache_on = e.toggle("Disk cache", value=True, key="rr_ra_cache", help=f"Replies cached in {CACHE_DIR}/")
+    st.caption(
+        "A /rerank API scores every candidate of a query in one call: the pointwise strategy only, ordered by "
+        "the API's scores (ties only where the scores tie). Tokens are counted where the API reports them."
+    )
 
 # ---- strategy ---------------------------------------------------------------------------------------
 st.subheader("Strategy")
 names = list(strategy_table.TABLE)  # every registered strategy (plug-ins included), in menu order
-if st.toggle("Compare strategies", key="rr_compare"):
+scoring = PROVIDERS[provider_kind].relevance_only  # a /rerank API: pointwise over its scores, nothing else
+if scoring:
+    st.caption("Strategy: pointwise over the API's scores, one call per query with every candidate.")
+    strategies = ["pointwise"]
+elif st.toggle("Compare strategies", key="rr_compare"):
     strategies = st.multiselect(
         "Strategies",
         names,
@@ -250,7 +334,10 @@ if "firsttoken" in strategies:
 
 params: dict[str, dict[str, Any]] = {}
 for s in strategies:
-    fields = reports.param_fields(s)
+    # ``relevance`` is the provider's to set (only a scoring provider answers it), not a choice
+    fields = [] if scoring else [f for f in reports.param_fields(s) if f.name != "relevance"]
+    if scoring:
+        params[s] = {"relevance": True}
     if not fields:
         continue
     box = st.container(border=True) if len(strategies) > 1 else st.container()
@@ -320,8 +407,8 @@ run_clicked = st.button(
     type="primary",
     key="rr_run",
     icon=":material/play_arrow:",
-    disabled=not strategies or not confirmed,
-    help=None if confirmed else "Confirm the estimate above first.",
+    disabled=not strategies or not confirmed or setting_error is not None,
+    help=setting_error if setting_error is not None else (None if confirmed else "Confirm the estimate above first."),
 )
 
 
@@ -330,7 +417,7 @@ def _provider() -> AsyncProvider:
     if provider_kind == "lexical":
         return make_provider("lexical", scale=scale)
     replies = ReplyCache(CACHE_DIR, enabled=cache_on)
-    return make_provider("openai", retry=RetryPolicy(), cache=replies, scale=scale, **settings)
+    return make_provider(provider_kind, retry=RetryPolicy(), cache=replies, scale=scale, **settings)
 
 
 if run_clicked:

@@ -38,6 +38,14 @@ STRATEGY_LABELS: dict[str, str] = {
     "firsttoken": "First-token listwise scoring (logprobs)",
 }
 
+#: Menu labels of the ``/rerank`` API flavours (`core.rerank.rerank_api.FLAVORS`).
+RERANK_API_LABELS: dict[str, str] = {
+    "cohere": "Cohere /v1/rerank",
+    "jina": "Jina /v1/rerank",
+    "tei": "Hugging Face TEI /rerank",
+    "vllm-rerank": "vLLM /v1/rerank",
+    "vllm-score": "vLLM /score",
+}
 
 #: the qrels choice meaning "no metrics, rerank only"
 NO_QRELS = "(none)"

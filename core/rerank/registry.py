@@ -27,7 +27,7 @@ class ProviderSpec:
     offline: bool
     build: Callable[..., AsyncProvider]
     logprobs: bool = False
-    #: offered on the Rerank page (the page builds lexical and openai providers only)
+    #: offered on the Rerank page (its settings there: lexical, openai, rerank-api)
     page: bool = True
     #: scores passages (a ``/rerank`` API): serves the pointwise strategy only, with ``relevance``
     relevance_only: bool = False
@@ -76,7 +76,6 @@ PROVIDERS: dict[str, ProviderSpec] = {
             "Rerank API (Cohere, Jina, TEI, vLLM rerank/score)",
             False,
             _rerank_api,
-            page=False,
             relevance_only=True,
         ),
     )
