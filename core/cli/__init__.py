@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "evaluate": ("core.cli.evaluate", "Evaluate runs against qrels under a tie policy."),
     "check": ("core.cli.check", "Fail a pipeline when ties move a run's metrics beyond limits (exit 1)."),
     "answers": ("core.cli.answers", "Score generated answers against references (set F1, token F1, EM)."),
+    "rag": ("core.cli.rag", "Score a RAG file per question: context precision/recall, ranking and answer measures."),
     "fuse": ("core.cli.fuse", "Fuse several runs (RRF and peers) into one TREC run."),
     "leaderboard": ("core.cli.leaderboard", "Bradley-Terry leaderboard from pairwise votes."),
     "rerank": ("core.cli.rerank", "Rerank candidates with an LLM or the lexical provider."),
