@@ -1,5 +1,5 @@
 """Data: the one place where datasets come in (one uploader for every kind, the content decides;
-a named dataset's qrels through ir_datasets; the rerank candidate builder; the demo on request), are inspected, renamed and removed; save the
+a named dataset's qrels and rerank candidates through ir_datasets; the rerank candidate builder; the demo on request), are inspected, renamed and removed; save the
 session as a workspace file and open one (`pages.common.links`)."""
 
 from __future__ import annotations

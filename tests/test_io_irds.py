@@ -68,6 +68,19 @@ def test_queries_run_and_docs(home: Path) -> None:
     }
 
 
+def test_docs_from_a_built_docstore(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import ir_datasets
+
+    from core.io import irds
+
+    monkeypatch.setenv("IR_DATASETS_SKIP_DISK_FREE", "true")  # MS MARCO's size hint: 14 GB
+    store = ir_datasets.load(DATASET).docs_store()
+    store.build()
+    assert store.built()
+    (home / "msmarco-passage" / "collection.tsv").unlink()  # read from the docstore alone
+    assert irds.read_docs(SOURCE, ["1082489", "nope"]) == {"1082489": irds_home.PASSAGES["1082489"]}
+
+
 def test_candidates_for_reranking(home: Path) -> None:
     from core.io import read_candidates_from_run
 

@@ -103,6 +103,8 @@ UPLOAD_READ_AS: Slot[str] = Slot("upload_read_as", lambda: "auto")
 DEDUPE_RUNS: Slot[bool] = Slot("dedupe_runs", bool)
 #: the Data page's "Load a named dataset (ir_datasets)" text input: a dataset id (``irds:`` optional)
 IRDS_ID: Slot[str] = Slot("irds_id", str)
+#: its "Candidates per query": the depth of the rerank candidates taken from the dataset's first stage
+IRDS_DEPTH: Slot[int] = Slot("irds_depth", lambda: 100)
 
 # ---- Data page: the dataset inspector's widgets ----------------------------------------------
 INSPECT_KIND: Slot[str | None] = Slot("inspect_kind", _none)

@@ -1,6 +1,6 @@
 """The Data page's ways in: one uploader for every kind of dataset (the content decides:
-`core.io.sniff_kind`), workspace files included, a named dataset's qrels (ir_datasets:
-`named_dataset`), and the rerank candidate builder (a first-stage run, a corpus and queries). Outcomes are messages for `ui.show_upload_messages`."""
+`core.io.sniff_kind`), workspace files included, a named dataset's qrels and rerank candidates
+(ir_datasets: `named_dataset`), and the rerank candidate builder (a first-stage run, a corpus and queries). Outcomes are messages for `ui.show_upload_messages`."""
 
 from __future__ import annotations
 
@@ -106,39 +106,70 @@ IRDS_EXAMPLE = "msmarco-passage/trec-dl-2019/judged"
 
 
 def named_dataset() -> None:
-    """The Data page's "Load a named dataset (ir_datasets)": a dataset id and a button loading
-    its qrels (`load_named`)."""
-    name_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
+    """The Data page's "Load a named dataset (ir_datasets)": a dataset id, a button loading its
+    qrels (`load_named`) and one building rerank candidates from its first stage, passages and
+    queries (`load_named_candidates`)."""
+    name_col, depth_col, qrels_col, cands_col = st.columns([4, 1.2, 1, 1.3], vertical_alignment="bottom")
     name_col.text_input(
         "Load a named dataset (ir_datasets)",
         key=state.IRDS_ID.key,
         placeholder=f"e.g. {IRDS_EXAMPLE}",
-        help="An ir_datasets id (irds: in front optional): its qrels are loaded from ir_datasets' cache "
-        "(IR_DATASETS_HOME, default ~/.ir_datasets), which RankLens never downloads into: a missing file is "
-        "named with the command that fetches it. Needs `pip install ranklens[irds]`.",
+        help="An ir_datasets id (irds: in front optional), read from ir_datasets' cache (IR_DATASETS_HOME, "
+        "default ~/.ir_datasets), which RankLens never downloads into: a missing file is named with the command "
+        "that fetches it. Needs `pip install ranklens[irds]`.",
     )
-    button_col.button("Load dataset", key="irds_load", icon=":material/dataset:", on_click=load_named)
+    depth_col.number_input(
+        "Candidates per query",
+        1,
+        10_000,
+        100,
+        key=state.IRDS_DEPTH.key,
+        help="Rerank candidates: the top N of the dataset's first stage (its scoreddocs).",
+    )
+    qrels_col.button("Load qrels", key="irds_load", icon=":material/dataset:", on_click=load_named)
+    cands_col.button(
+        "Load candidates",
+        key="irds_candidates",
+        icon=":material/build:",
+        on_click=load_named_candidates,
+        help="Rerank candidates from the dataset's first stage (top N per query), its passages and its queries. "
+        "Without a docstore built by ir_datasets, its collection is read once up to the last passage needed "
+        "(minutes for MS MARCO's 8.8M passages).",
+    )
+
+
+def _named_source() -> str | None:
+    """The ``irds:<id>`` source the text input names (None when it is empty)."""
+    from core.io import irds
+
+    text = state.IRDS_ID.get().strip()
+    if not text:
+        return None
+    return text if irds.is_irds(text) else irds.PREFIX + text
+
+
+def _read_named(source: str, read: Any) -> Any:
+    """``read(source)``, or None with its error as a message (escaped: the id is the user's)."""
+    try:
+        return read(source)
+    except RankLensError as exc:
+        ui.message("error", ui.escape_markdown(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - never a traceback on the page
+        ui.message("error", ui.escape_markdown(f"{source}: could not be read ({type(exc).__name__}: {exc})"))
+    return None
 
 
 def load_named() -> None:
-    """``on_click`` of "Load dataset": the named dataset's qrels join the workspace as the user's
+    """``on_click`` of "Load qrels": the named dataset's qrels join the workspace as the user's
     (the demo is dropped as for an upload) and become the sidebar's qrels; the same qrels are
     added once; an error (no package, a file missing from the cache, an unknown id) is a message
     and adds nothing."""
     from core.data import content_digest
     from core.io import irds
 
-    text = state.IRDS_ID.get().strip()
-    if not text:
-        return
-    source = text if irds.is_irds(text) else irds.PREFIX + text
-    try:
-        qrels = irds.read_qrels(source)
-    except RankLensError as exc:
-        ui.message("error", ui.escape_markdown(str(exc)))
-        return
-    except Exception as exc:  # noqa: BLE001 - never a traceback on the page
-        ui.message("error", ui.escape_markdown(f"{source}: could not be read ({type(exc).__name__}: {exc})"))
+    source = _named_source()
+    qrels = None if source is None else _read_named(source, irds.read_qrels)
+    if source is None or qrels is None:
         return
     ws = ui.workspace()
     digest = content_digest(qrels)
@@ -156,6 +187,41 @@ def load_named() -> None:
         "success",
         f"Loaded qrels **{ui.escape_markdown(name)}** ({ui.escape_markdown(ui.describe(qrels))}) from ir_datasets' "
         "cache.",
+    )
+
+
+def load_named_candidates() -> None:
+    """``on_click`` of "Load candidates": rerank candidates from the named dataset's first stage
+    (top `state.IRDS_DEPTH`), passages and queries (`core.io.read_candidates_from_run`) join the
+    workspace as a candidate set, selected on the Rerank page; the same dataset and depth are
+    added once; an error is a message and adds nothing."""
+    from core.io import irds, read_candidates_from_run
+
+    source = _named_source()
+    if source is None:
+        return
+    depth = int(state.IRDS_DEPTH.get())
+    ws = ui.workspace()
+    h = cache.bytes_digest(f"{source}|{depth}".encode())
+    done = state.INGESTED.setdefault()
+    known = [n for n in ws.names("corpus") if ws.entry("corpus", n).digest == h]
+    if ("corpus", h) in done and known:
+        state.RR_CORPUS.set(known[-1])
+        ui.message("success", f"Already loaded as candidate set **{ui.escape_markdown(known[-1])}**.")
+        return
+    name = f"{irds.default_name(source)} top {depth}"
+    built = _read_named(source, lambda s: read_candidates_from_run(s, s, s, depth=depth, name=name))
+    if built is None:
+        return
+    added = ws.add("corpus", built.name, built, origin="upload", digest=h, note=f"top {depth} of ir_datasets {source}")
+    done.add(("corpus", h))
+    ui.select_added(ws, "corpus", [added])
+    state.INSPECT_KIND.set("corpus")
+    state.INSPECT_NAME.set(added)
+    ui.message(
+        "success",
+        f"Loaded candidate set **{ui.escape_markdown(added)}** ({ui.escape_markdown(ui.describe(built))}) from "
+        "ir_datasets' cache: rerank it on the Rerank page.",
     )
 
 

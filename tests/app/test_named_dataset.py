@@ -53,6 +53,27 @@ def test_named_qrels_become_the_users_data(app, irds_env):
     assert any("Already loaded" in s for s in messages(app)[0])
 
 
+def test_named_candidates_for_the_rerank_page(app, irds_env):
+    open_page(app, "data")
+    app.text_input(key="irds_id").set_value(f"irds:{DATASET}")
+    app.number_input(key="irds_depth").set_value(2)
+    app.button(key="irds_candidates").click().run()
+    assert not app.exception, [e.value for e in app.exception]
+    ws = app.session_state["workspace"]
+    name = f"{DATASET} top 2"
+    assert ws.names("corpus") == [name] and not ws.showing_demo
+    cands = ws.get("corpus", name)
+    assert list(cands.qids) == ["19335", "47923"] and cands.get("19335").texts[0] == irds_home.PASSAGES["1001"]
+    assert any("Loaded candidate set" in s for s in messages(app)[0])
+    _load(app, DATASET)  # and its qrels: the Rerank page scores the candidates with them
+    at = open_page(app, "rerank")
+    assert at.selectbox(key="rr_corpus").value == name
+    at.selectbox(key="rr_qrels").set_value(DATASET).run()
+    at.button(key="rr_run").click().run()  # lexical, offline
+    assert not at.exception and not at.error, [e.value for e in at.error]
+    assert len(at.table[0].value) == 4  # metrics before and after, under both tie policies
+
+
 def test_an_unknown_id_is_shown_as_text(app, irds_env):
     _load(app, "msmarco-pasage/trec-dl-2019")
     successes, errors = messages(app)
