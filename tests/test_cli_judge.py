@@ -247,3 +247,43 @@ def test_qrels_text_refuses_unsafe_ids_and_kappa_by_hand() -> None:
     assert a.kappa == pytest.approx((3 / 5 - 5 / 25) / (1 - 5 / 25))
     assert a.confusion[1] == (0, 1, 1, 0) and a.confusion[3] == (0, 0, 1, 1)
     assert "Cohen's kappa 0.500" in a.text()
+
+
+def test_rag_reports_the_judged_metrics_beside_the_others(env, server, capsys) -> None:
+    args = [
+        "rag",
+        "--input",
+        str(env / "rag.jsonl"),
+        "--format",
+        "json",
+        "--ties",
+        "traditional",
+        "--judge",
+        "openai",
+        "--judge-model",
+        "judge-1",
+        "--base-url",
+        server.base_url,
+        "--api-key-env",
+        KEY_ENV,
+        "--cache-dir",
+        str(env / "cache"),
+        "--judge-log",
+        str(env / "judge-log.jsonl"),
+    ]
+    assert cli_main(args) == 0
+    cap = capsys.readouterr()
+    assert "estimate: between 8 and 12 calls for 2 questions" in cap.err
+    out = json.loads(cap.out)
+    agg = out["aggregate"]
+    assert agg["faithfulness"] == pytest.approx(0.75)
+    assert agg["answer_correctness"] == pytest.approx((1 / 1.5 + 1) / 2)
+    assert agg["context_relevance"] == pytest.approx(((3 + 0 + 1) / 9 + 2 / 3) / 2)
+    assert "token_f1" in agg and "context_precision@10" in agg
+    assert out["per_query"]["q1"]["faithfulness"] == 0.5
+    assert out["judge"] == {"judge": "judge-1", "recorded": False, "prompt_version": PROMPT_VERSION, "failed": {}}
+    assert len((env / "judge-log.jsonl").read_text().splitlines()) == len(server.requests) == 12
+    assert_no_key(env, cap.out, cap.err)
+    # without --judge: the same command computes everything else, no call
+    assert cli_main(["rag", "--input", str(env / "rag.jsonl"), "--format", "json"]) == 0
+    assert "faithfulness" not in json.loads(capsys.readouterr().out)["aggregate"]

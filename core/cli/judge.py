@@ -367,3 +367,36 @@ def _summary(args: argparse.Namespace, result: RagJudgeRun, usage: Any, agreed: 
     for k, v in payload.items():
         shown = "" if v is None else (f"{v:.4f}" if isinstance(v, float) else str(v))
         print(terminal_safe(f"{k:<{width}}  {shown}"))
+
+
+# ---- rag --judge ----------------------------------------------------------------------------
+def add_rag_judge_arguments(parser: argparse.ArgumentParser) -> None:
+    """``rag``'s judge options: ``--judge openai|recorded`` and the provider's."""
+    group = parser.add_argument_group("LLM judge (faithfulness, answer_correctness, context_relevance)")
+    group.add_argument(
+        "--judge",
+        choices=("openai", "recorded"),
+        help="add the judged metrics: openai (OpenAI or a compatible --base-url) or recorded (the demo's recorded "
+        "replies, no call)",
+    )
+    add_provider_arguments(group)
+    group.add_argument("--judge-log", help="write every judge request as JSONL")
+
+
+def judge_for_rag(args: argparse.Namespace, questions: list[RagQuestion], k: int | None) -> RagJudgeRun | None:
+    """``rag --judge``: the estimate, the budget, the run (None without ``--judge``); failures on stderr."""
+    from core.rag.judges import METRICS
+
+    if not getattr(args, "judge", None):
+        return None
+    args.k = k
+    est = announce(args, args.judge, questions, METRICS)
+    result = run_judge(args, args.judge, questions, METRICS)
+    if args.judge_log:
+        write_log(args.judge_log, result)
+    _say(
+        f"judge: {result.judge}, prompt {result.prompt_version}"
+        + (" (RECORDED replies: no model was called)" if result.recorded else "")
+        + f"; {est.calls_text()} estimated, {len([r for r in result.records if not r.failed])} made"
+    )
+    return result

@@ -18,6 +18,11 @@ questions and the evidence gaps, `core.rag.evaluate.retrieval_answer_correlation
 there (claimed by `core.io.outputs.OutputGuard` before the input is read; replaced only when it
 is empty or an earlier output of this command in that format, else with ``--force``). Bad
 input: one ``error:`` line naming the file and line, exit 2.
+
+``--judge openai|recorded`` (options and run in `core.cli.judge`) adds faithfulness,
+answer_correctness and context_relevance (`core.rag.judges`, over the top ``--k``) beside the
+other metrics: the estimate on stderr before any call (``--max-calls`` / ``--max-cost``), the
+recorded replies said to be recorded, failed questions named and exit 3 (their judged values empty).
 """
 
 from __future__ import annotations
@@ -84,6 +89,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--force", action="store_true", help="replace an existing -o file that is not an earlier output of rag"
     )
+    from core.cli.judge import add_rag_judge_arguments
+
+    add_rag_judge_arguments(parser)  # --judge openai|recorded and the provider's options
 
 
 def output_kind(fmt: str) -> OutputKind:
@@ -170,10 +178,28 @@ def run(args: argparse.Namespace) -> int:
     check_k(args.k)  # a bad cutoff or metric name fails before the file is read
     if args.metrics is not None:
         parse_rag_metrics(args.metrics, args.k)
+    from core.cli.judge import check_provider, judge_for_rag
+
+    guard = OutputGuard([args.input], force=args.force)
     if args.output:
-        OutputGuard([args.input], force=args.force).claim(args.output, output_kind(args.format))
+        guard.claim(args.output, output_kind(args.format))
+    if args.judge:
+        from core.io.outputs import json_kind
+
+        check_provider(args, args.judge)
+        if args.judge_log:
+            guard.claim(args.judge_log, json_kind(("qid", "strategy", "op"), lines=True))
     ragset = read_rag(args.input)
-    ev = evaluate_rag(ragset, args.metrics, args.k, args.ties, args.per_document, rel_level=args.rel_level)
+    judged = judge_for_rag(args, list(ragset.questions), args.k)  # None without --judge
+    ev = evaluate_rag(
+        ragset,
+        args.metrics,
+        args.k,
+        args.ties,
+        args.per_document,
+        judged.by_qid() if judged is not None else None,
+        rel_level=args.rel_level,
+    )
     policies = _policies(args.ties)
     found_at = FOUND_AT if args.found_at is None else args.found_at
     right_at = RIGHT_AT if args.right_at is None else args.right_at
@@ -192,6 +218,13 @@ def run(args: argparse.Namespace) -> int:
         payload["evidence_gaps"] = None if gaps is None else gaps.to_json()
         payload["duplicates_dropped"] = ev.duplicates_dropped
         payload["notes"] = list(ev.notes)
+        if judged is not None:
+            payload["judge"] = {
+                "judge": judged.judge,
+                "recorded": judged.recorded,
+                "prompt_version": judged.prompt_version,
+                "failed": {r.qid: r.failed for r in judged.failed},
+            }
         out.write(json_inert(json.dumps(payload, indent=2, ensure_ascii=False)))
         out.write("\n")
     else:
@@ -214,4 +247,8 @@ def run(args: argparse.Namespace) -> int:
         write_text(args.output, out.getvalue())
     else:
         sys.stdout.write(out.getvalue())
+    if judged is not None and judged.failed:
+        from core.cli.judge import EXIT_FAILED
+
+        return EXIT_FAILED  # the judged values of the failed questions are missing (named on stderr)
     return 0
