@@ -163,6 +163,19 @@ def test_cli_evaluate_and_rerank(tmp_path: Path) -> None:
     assert done.stdout.splitlines()[1].startswith("original,")
 
 
+def test_cli_workspace_save_and_check(tmp_path: Path) -> None:
+    home = irds_home.prepare(tmp_path / "irds")
+    out = tmp_path / "ws.zip"
+    done = _cli("workspace", "save", str(out), "--qrels", SOURCE, home=home)
+    assert done.returncode == 0, done.stderr
+    shown = _cli("workspace", "show", str(out), "--format", "json", home=home)
+    assert DATASET in shown.stdout and '"rows": 5' in shown.stdout
+    run = tmp_path / "bm25.trec"
+    run.write_text("19335 Q0 1082489 1 2.0 bm25\n47923 Q0 1001 1 3.0 bm25\n")
+    done = _cli("check", "--run", str(run), "--qrels", SOURCE, "--metrics", "mrr@10", home=home)
+    assert done.returncode == 0, done.stderr
+
+
 def test_cli_missing_cache_is_one_error_line(tmp_path: Path) -> None:
     run = tmp_path / "bm25.trec"
     run.write_text("19335 Q0 1082489 1 2.0 bm25\n")

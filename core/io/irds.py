@@ -22,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import threading
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -39,6 +40,8 @@ INSTALL = "pip install ranklens[irds]"
 EXAMPLE = "msmarco-passage/trec-dl-2019/judged"
 #: a C0 control character: never part of an id
 _CONTROL = re.compile(r"[\x00-\x1f]")
+#: held while ir_datasets' downloads are being guarded
+_GUARD_LOCK = threading.Lock()
 
 T = TypeVar("T")
 
@@ -76,8 +79,13 @@ def _guard_downloads(irds: Any) -> None:
     ``downloads/<md5>``) and raise `MissingDownloadError` otherwise, before any request or progress
     line; a `Cache` (a file extracted from a download) that cannot be made names itself on it."""
     download_cls, cache_cls = irds.util.Download, irds.util.Cache
-    if getattr(download_cls, "_ranklens_guarded", False):
-        return
+    with _GUARD_LOCK:  # two sessions of the dashboard may read their first named dataset at once
+        if not getattr(download_cls, "_ranklens_guarded", False):
+            _guard(irds, download_cls, cache_cls)
+
+
+def _guard(irds: Any, download_cls: Any, cache_cls: Any) -> None:
+    """`_guard_downloads`' work, under its lock."""
     original_path, original_stream, original_verify = download_cls.path, download_cls.stream, cache_cls.verify
 
     def local(self: Any) -> bool:
@@ -265,8 +273,14 @@ def read_docs(source: str, ids: Iterable[str]) -> dict[str, str]:
         out: dict[str, str] = {}
         if not wanted:
             return out
-        store = ds.docs_store()
-        if getattr(store, "built", lambda: False)():
+        try:  # a dataset without a docstore (or one ir_datasets cannot open) is read by iteration
+            store = ds.docs_store()
+            built = bool(store.built())
+        except MissingDownloadError:
+            raise
+        except Exception:  # noqa: BLE001 - the pass below reads the same documents
+            built = False
+        if built:
             for doc_id, doc in store.get_many(wanted).items():
                 out[str(doc_id)] = _text_of(doc)
             return out
