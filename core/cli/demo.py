@@ -68,8 +68,8 @@ def _plan(stem: Path, kind: str, name: str, obj: Any) -> tuple[Path, OutputKind,
         return stem.with_suffix(".trec"), trec_run_kind({tag}), lambda p: write_trec_run(obj, p, tag=tag)
     if kind == "qrels":
         return stem.with_suffix(".qrels"), trec_qrels_kind(), lambda p: write_qrels(obj, p)
-    if hasattr(obj, "to_jsonl"):  # rerank candidates (core.rerank.CandidateSet)
-        keys = ("qid", "query", "candidates")
+    if hasattr(obj, "to_jsonl"):  # rerank candidates (core.rerank.CandidateSet), a RAG set (core.rag.RagSet)
+        keys = ("qid", "question", "retrieved", "answer") if kind == "rag" else ("qid", "query", "candidates")
         return stem.with_suffix(".jsonl"), json_kind(keys, lines=True), lambda p: write_text(p, obj.to_jsonl())
     if hasattr(obj, "to_frame"):
         frame = obj.to_frame()

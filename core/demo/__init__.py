@@ -3,8 +3,10 @@
 `load_demo(family)` returns ``[(kind, name, object), ...]`` ready for `core.workspace`.
 Families: ``evaluation`` (qrels + reranker runs with ties), ``fusion`` (three first-stage
 retrievers over the same queries and qrels), ``arena`` (pairwise votes), ``rerank``
-(candidates with texts, their qrels and first-stage run) and ``style`` (votes with per-battle
-style counts where verbose models win by style: the Leaderboard's "Control for style").
+(candidates with texts, their qrels and first-stage run), ``style`` (votes with per-battle
+style counts where verbose models win by style: the Leaderboard's "Control for style") and
+``rag`` (a RAG set: 30 questions, tied retrieval scores, verbose right answers scoring answer
+F1 near 0.05: `core.demo.rag`).
 
 The dashboard shows the demo as one bundle (`bundle`: every family at once, so nothing is
 added while a user browses) and selects `DEFAULT_SELECTION` of it: the evaluation runs and
@@ -24,6 +26,7 @@ DEMOS: dict[str, tuple[str, str]] = {
     "arena": ("core.demo.arena", "load"),
     "rerank": ("core.demo.rerank", "load"),
     "style": ("core.demo.style", "load"),
+    "rag": ("core.demo.rag", "load"),
 }
 #: dataset kind -> the family whose datasets of that kind the demo selects by default
 DEFAULT_SELECTION: dict[str, str] = {"run": "evaluation", "qrels": "evaluation", "votes": "arena", "corpus": "rerank"}

@@ -213,6 +213,30 @@ class RagSet:
                 raise DataError(reason, file=source, rows=(len(questions) - 1,))
         return cls(name=name, questions=tuple(questions), source=source)
 
+    def to_jsonl(self) -> str:
+        """The set as the JSONL file ``core.io.rag`` reads (one question per line; absent parts
+        left out), which reads back to equal questions."""
+        lines = []
+        for q in self.questions:
+            record: dict[str, Any] = {
+                "qid": q.qid,
+                "question": q.question,
+                "retrieved": [
+                    {
+                        k: v
+                        for k, v in (("id", it.id), ("doc_id", it.doc_id), ("score", it.score), ("text", it.text))
+                        if v is not None
+                    }
+                    for it in q.retrieved
+                ],
+                "answer": q.answer,
+                "references": list(q.references),
+            }
+            if q.relevant is not None:
+                record["relevant"] = {k: int(v) for k, v in q.relevant.items()}
+            lines.append(json.dumps(record, ensure_ascii=False) + "\n")
+        return "".join(lines)
+
     def renamed(self, name: str) -> RagSet:
         return RagSet(name=name, questions=self.questions, source=self.source)
 

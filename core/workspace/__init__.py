@@ -251,6 +251,8 @@ def _last(names: list[str], first: bool = False) -> str | None:
 
 def describe(obj: Any) -> str:
     """Short human description of a dataset's size."""
+    if isinstance(getattr(obj, "questions", None), tuple):  # a RAG set (core.rag.data.RagSet)
+        return f"{len(obj.questions):,} questions"
     n_queries = getattr(obj, "n_queries", None)
     try:
         rows = len(obj)

@@ -256,6 +256,9 @@ def _parse(kind: str, filename: str, _data: bytes, duplicates: str, fmt: str | N
 
         cs = read_candidates(_data, filename=filename)
         return [(cs.name, cs)]
+    if kind == "rag":
+        rag = rio.read_rag(_data, filename=filename, fmt=fmt)
+        return [(rag.name, rag)]
     stem = file_stem(filename) or filename
     if kind == "answers":
         return [(stem, rio.read_answers(_data, filename=filename, fmt=fmt))]

@@ -21,7 +21,7 @@ from core.workspace import describe as _describe
 from pages.common import cache, figures, state
 
 #: dataset kinds counted in the sidebar, in order
-COUNTED_KINDS: tuple[str, ...] = ("run", "qrels", "votes", "corpus", "answers", "chunkmap")
+COUNTED_KINDS: tuple[str, ...] = ("run", "qrels", "votes", "corpus", "rag", "answers", "chunkmap")
 
 
 def workspace() -> Workspace:
@@ -304,6 +304,7 @@ KIND_NOUNS: dict[str, tuple[str, str]] = {
     "corpus": ("candidate set", "candidate sets"),
     "answers": ("answers file", "answers files"),
     "chunkmap": ("chunk map", "chunk maps"),
+    "rag": ("RAG set", "RAG sets"),
 }
 
 
@@ -315,6 +316,7 @@ KIND_LABELS: dict[str, str] = {
     "corpus": "rerank candidates",
     "answers": "answers",
     "chunkmap": "chunk maps",
+    "rag": "RAG sets",
 }
 
 

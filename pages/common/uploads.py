@@ -24,13 +24,15 @@ READ_AS: dict[str, str] = {
     "answers": "Answers",
     "chunkmap": "Chunk → document map",
     "corpus": "Rerank candidates (JSONL)",
+    "rag": "RAG evaluation set",
 }
 #: what the uploader takes, said in its label's help
 ANY_HELP = (
     "Runs (TREC `qid Q0 docid rank score tag`, or CSV/TSV/JSONL/Parquet with qid, docid, score), qrels "
     "(TREC `qid 0 docid grade`, or qid, docid, relevance), pairwise votes (model_a, model_b, winner or preference), "
     "answers (qid, prediction, reference), chunk maps (chunk_id, doc_id), rerank candidates (JSONL: qid, query, "
-    "candidates) or a RankLens workspace file. Any file name: the content decides (gzip decompressed); "
+    "candidates), RAG evaluation sets (qid, question, retrieved, answer, reference, relevant) or a RankLens "
+    "workspace file. Any file name: the content decides (gzip decompressed); "
     "'Read as' overrides it."
 )
 

@@ -26,7 +26,7 @@ LONG = "a run with a very long name that the sidebar must show whole, bm25+rm3 k
 PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rerank")
 DEMO_NAMES = {name for _, name, _ in bundle()}
 #: the demo's counts in the sidebar
-DEMO_COUNTS = "Demo data: 9 runs · 2 qrels · 2 votes files · 1 candidate set."
+DEMO_COUNTS = "Demo data: 9 runs · 2 qrels · 2 votes files · 1 candidate set · 1 RAG set."
 VOTES = b"model_a,model_b,winner\nalpha,beta,model_a\nbeta,gamma,both_bad\nalpha,gamma,model_b\ngamma,alpha,tie\n"
 
 
@@ -137,7 +137,8 @@ def test_load_the_demo_data_on_request_keeps_the_users_selection(app):
     ws = app.session_state["workspace"]
     assert ws.has_demo and not ws.showing_demo
     assert app.session_state["sel_runs"] == ["results"] and app.session_state["sel_qrels"] == "qrels"
-    assert sidebar_options(app) | set(ws.names("corpus")) >= DEMO_NAMES  # offered, not selected
+    # offered, not selected (candidates and the RAG set have their pages' pickers)
+    assert sidebar_options(app) | set(ws.names("corpus")) | set(ws.names("rag")) >= DEMO_NAMES
     assert any("Loaded the demo data" in s for s in messages(app)[0])
     app.button(key="remove_demo").click().run()
     assert not app.session_state["workspace"].has_demo

@@ -71,3 +71,15 @@ def test_wrong_kind_and_junk_say_why(app):
     errors = messages(app)[1]
     assert any("notes, line 1" in e and "qid Q0 docid rank score tag" in e for e in errors), errors
     assert app.session_state["workspace"].names("run") == []  # nothing added
+
+
+def test_a_rag_file_is_recognised_and_kept(app):
+    from core.demo.rag import generate
+
+    rag = generate()
+    upload(app, ("my-eval.jsonl", rag.to_jsonl().encode()))
+    ws = app.session_state["workspace"]
+    assert ws.names("rag") == ["my-eval"] and ws.get("rag", "my-eval").questions == rag.questions
+    loaded = messages(app)[0]
+    assert any(m.startswith("Loaded RAG set **my-eval** (30 questions)") and "RAG evaluation set" in m for m in loaded)
+    assert not app.error
