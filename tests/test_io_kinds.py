@@ -32,6 +32,7 @@ from core.io import (
     read_candidates,
     read_chunk_map,
     read_qrels,
+    read_rag,
     read_runs,
     read_votes,
     sniff_kind,
@@ -83,6 +84,8 @@ def read(kind: str, data: bytes, name: str, fmt: str) -> object:
         return read_chunk_map(data, filename=name, fmt=fmt)
     if kind == "corpus":
         return read_candidates(data, filename=name)
+    if kind == "rag":
+        return read_rag(data, filename=name, fmt=fmt)
     assert kind == "workspace" and fmt == "zip"
     return load_workspace(data, filename=name)
 
@@ -395,12 +398,12 @@ def test_lazy_export() -> None:
 # ---- round trips through RankLens's own writers --------------------------------------------------
 def test_demo_files_round_trip(tmp_path: Path) -> None:
     """Every file `python -m core demo` writes (TREC runs and qrels, votes CSV, candidates
-    JSONL) is sniffed as the kind in its name and read by that kind's reader."""
+    JSONL, the RAG set's JSONL) is sniffed as the kind in its name and read by that kind's reader."""
     from core.cli import demo
 
     assert demo.run(argparse.Namespace(outdir=str(tmp_path), family=None, force=False)) == 0
     files = sorted(tmp_path.iterdir())
-    assert {f.name.split("-")[1] for f in files} == {"run", "qrels", "votes", "corpus"}
+    assert {f.name.split("-")[1] for f in files} == {"run", "qrels", "votes", "corpus", "rag"}
     for path in files:
         data = path.read_bytes()
         guess = sniff_kind(data, path.name)
