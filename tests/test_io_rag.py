@@ -291,3 +291,20 @@ def test_sniff_kind_compares_rag_columns_as_the_reader_does():
     keys = b'{"QID": "q", "Question": "x", "Retrieved": [], "Answer": "y"}\n'
     assert sniff_kind(keys, "u.jsonl").kind == "rag"
     assert read_rag(keys, filename="u.jsonl").questions[0].answer == "y"
+
+
+def test_a_table_is_refused_for_what_the_reader_refuses():
+    table = EXPECTED.to_table()
+    assert RagSet.from_table(table, "rag").questions == EXPECTED.questions
+    rows = table.to_pylist()
+    rows[0]["retrieved"][1]["id"] = "c\x1b[2J"
+    with pytest.raises(DataError, match="control character"):
+        RagSet.from_table(pa.Table.from_pylist(rows, schema=table.schema), "rag", source="w.zip")
+    rows = table.to_pylist()
+    rows[0]["retrieved"][2]["score"] = 5.0
+    with pytest.raises(DataError, match="scores increase"):
+        RagSet.from_table(pa.Table.from_pylist(rows, schema=table.schema), "rag")
+    with pytest.raises(DataError, match="duplicate qid"):
+        RagSet("x", (EXPECTED.questions[0], EXPECTED.questions[0]))
+    with pytest.raises(DataError, match="needs the columns retrieved"):
+        RagSet.from_table(table.drop_columns(["retrieved"]), "rag")
