@@ -287,3 +287,16 @@ def test_rag_reports_the_judged_metrics_beside_the_others(env, server, capsys) -
     # without --judge: the same command computes everything else, no call
     assert cli_main(["rag", "--input", str(env / "rag.jsonl"), "--format", "json"]) == 0
     assert "faithfulness" not in json.loads(capsys.readouterr().out)["aggregate"]
+
+
+def test_rag_judges_only_the_judged_metrics_named(env, server, capsys) -> None:
+    base = ["rag", "--input", str(env / "rag.jsonl"), "--format", "json", "--ties", "traditional", "--judge", "openai"]
+    provider = ["--judge-model", "judge-1", "--base-url", server.base_url, "--api-key-env", KEY_ENV, "--no-cache"]
+    assert cli_main([*base, *provider, "--metrics", "token_f1,faithfulness"]) == 0
+    cap = capsys.readouterr()
+    assert set(json.loads(cap.out)["aggregate"]) == {"token_f1", "faithfulness"}
+    assert "estimate: between 2 and 4 calls for 2 questions (faithfulness;" in cap.err and len(server.requests) == 4
+    # naming none: every judged metric is added to those named (what is paid for is shown)
+    assert cli_main([*base, *provider, "--metrics", "em"]) == 0
+    agg = json.loads(capsys.readouterr().out)["aggregate"]
+    assert set(agg) == {"em", "faithfulness", "answer_correctness", "context_relevance"}

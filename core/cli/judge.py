@@ -383,15 +383,31 @@ def add_rag_judge_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--judge-log", help="write every judge request as JSONL")
 
 
-def judge_for_rag(args: argparse.Namespace, questions: list[RagQuestion], k: int | None) -> RagJudgeRun | None:
-    """``rag --judge``: the estimate, the budget, the run (None without ``--judge``); failures on stderr."""
+def rag_judged_metrics(metrics: str | None, k: int | None) -> tuple[tuple[str, ...], str | None]:
+    """``rag --judge``'s judged metrics and the ``--metrics`` to evaluate: those ``--metrics``
+    names (every one when it names none; they are then added to it, so what is paid for is shown)."""
+    from core.rag.evaluate import parse_rag_metrics
+    from core.rag.judges import METRICS
+
+    if metrics is None:
+        return METRICS, None
+    named = tuple(m for m in METRICS if any(p.family == m for p in parse_rag_metrics(metrics, k)))
+    return (named, metrics) if named else (METRICS, f"{metrics},{','.join(METRICS)}")
+
+
+def judge_for_rag(
+    args: argparse.Namespace, questions: list[RagQuestion], k: int | None, metrics: tuple[str, ...] | None = None
+) -> RagJudgeRun | None:
+    """``rag --judge``: the estimate, the budget, the run of ``metrics`` (default every judged
+    one; None without ``--judge``); failures on stderr."""
     from core.rag.judges import METRICS
 
     if not getattr(args, "judge", None):
         return None
     args.k = k
-    est = announce(args, args.judge, questions, METRICS)
-    result = run_judge(args, args.judge, questions, METRICS)
+    asked = metrics or METRICS
+    est = announce(args, args.judge, questions, asked)
+    result = run_judge(args, args.judge, questions, asked)
     if args.judge_log:
         write_log(args.judge_log, result)
     _say(

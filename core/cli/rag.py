@@ -190,10 +190,16 @@ def run(args: argparse.Namespace) -> int:
         if args.judge_log:
             guard.claim(args.judge_log, json_kind(("qid", "strategy", "op"), lines=True))
     ragset = read_rag(args.input)
-    judged = judge_for_rag(args, list(ragset.questions), args.k)  # None without --judge
+    metrics = args.metrics
+    judged = None
+    if args.judge:
+        from core.cli.judge import rag_judged_metrics
+
+        asked, metrics = rag_judged_metrics(args.metrics, args.k)  # only the judged metrics named are paid for
+        judged = judge_for_rag(args, list(ragset.questions), args.k, asked)
     ev = evaluate_rag(
         ragset,
-        args.metrics,
+        metrics,
         args.k,
         args.ties,
         args.per_document,
