@@ -161,6 +161,9 @@ def test_dry_run_budgets_and_refusals_send_nothing(env, server, capsys) -> None:
     assert "RANKLENS_TEST_UNSET_VARIABLE named by --api-key-env is not set" in capsys.readouterr().err
     assert cli_main(["judge", "-o", str(env / "x.txt")]) == 2
     assert "no input" in capsys.readouterr().err
+    plain = ["--run", str(env / "r"), "--corpus", str(env / "c"), "--queries", str(env / "q")]
+    assert cli_main(["judge", *plain, "--provider", "recorded", "-o", str(env / "x.txt")]) == 2
+    assert "the recorded replies are the RAG demo's" in capsys.readouterr().err
     (env / "bad.jsonl").write_text('{"qid": "q", "question": "?"}\n')
     assert cli_main(argv(env, server.base_url, "--input", str(env / "bad.jsonl"))) == 2
     assert "bad.jsonl" in capsys.readouterr().err

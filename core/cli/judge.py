@@ -260,6 +260,10 @@ def _claim(args: argparse.Namespace) -> None:
         raise DataError("give either --input or --run/--corpus/--queries, not both", expected="one kind of input")
     if not args.input and not all(plain):
         raise DataError("no input", expected="--input rag.jsonl, or --run R --corpus C --queries Q [--qrels existing]")
+    if args.provider == "recorded" and not args.input:
+        raise DataError(
+            "the recorded replies are the RAG demo's", expected="--input with the demo's RAG file (python -m core demo)"
+        )
     if args.qrels and args.input:
         raise DataError("--qrels goes with --run (a RAG file carries its labels)", expected="--run R ... --qrels Q")
     if args.k < 1:
