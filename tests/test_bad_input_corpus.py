@@ -13,14 +13,13 @@ import gzip
 import io
 import json
 import os
-import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_zygote import run_core
 
 from core.demo import load_demo
 
@@ -295,8 +294,8 @@ def test_hostile_file_is_one_error_line(
     path = tmp_path / case.name
     path.write_bytes(case.build())
     args = [a.format(f=path, **good_files) for a in argv]
-    proc = subprocess.run(
-        [sys.executable, "-m", "core", *args],
+    proc = run_core(
+        args,
         cwd=tmp_path,
         capture_output=True,
         text=True,

@@ -9,12 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from cli_zygote import run_core
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_zygote import run_core
 
 from core.__main__ import main
 from core.cli import SUBCOMMANDS
@@ -133,9 +133,7 @@ def test_bad_files_exit_2(files, tmp_path, capsys):
 
 def test_subprocess_exit_codes(files):
     def run(*args: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120
-        )
+        return run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
     assert run(*_check(files)).returncode == 1
     assert run(*_check(files, runs=("clean",))).returncode == 0

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from cli_zygote import run_core
 
 ROOT = Path(__file__).resolve().parents[1]
 FORMULA = '=HYPERLINK("http://evil.example/x","open")'
@@ -23,9 +24,7 @@ FORMULA = '=HYPERLINK("http://evil.example/x","open")'
 
 def cli(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "core", *args], cwd=cwd, capture_output=True, text=True, timeout=300, env=env
-    )
+    return run_core(args, cwd=cwd, capture_output=True, text=True, timeout=300, env=env)
 
 
 def refused(result: subprocess.CompletedProcess[str], text: str) -> None:

@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_zygote import run_core
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=300
-    )
+    result = run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     if check:
         assert result.returncode == 0, result.stderr
     return result

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_zygote import run_core
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -28,8 +29,8 @@ RUN = b"q1 Q0 d1 1 2.0 sysA\nq1 Q0 d2 2 1.0 sysA\n"
 
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "core", *args],
+    return run_core(
+        args,
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import gzip
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cli_zygote import run_core
 
 from core.bt.counts import aggregate
 from core.errors import DataError
@@ -27,7 +27,7 @@ VOTES = "model_a,model_b,winner\n" + "".join(
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
 def _encoded(tmp_path: Path, name: str, text: str, encoding: str, gz: bool) -> Path:

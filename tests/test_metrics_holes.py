@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import oracle
 import pytest
+from cli_zygote import run_core
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -469,7 +470,7 @@ def test_default_metrics_unchanged():
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_command_line_prints_them(tmp_path):

@@ -19,12 +19,12 @@ import json
 import math
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import oracle
 import pandas as pd
 import pytest
+from cli_zygote import run_core
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -308,7 +308,7 @@ def test_s4_2_combined_insights_bands():
 # The command line
 # ---------------------------------------------------------------------------------------
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def test_cli_chunk_map_collapses_and_bands(tmp_path):
