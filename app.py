@@ -23,6 +23,7 @@ PAGES = [
     st.Page("pages/metrics.py", title="Metrics", icon=":material/analytics:", url_path="evaluate"),
     st.Page("pages/fusion.py", title="Fusion", icon=":material/merge:", url_path="fuse"),
     st.Page("pages/leaderboard.py", title="Leaderboard", icon=":material/social_leaderboard:", url_path="arena"),
+    st.Page("pages/rag.py", title="RAG", icon=":material/quiz:", url_path="rag-eval"),
     st.Page("pages/rerank.py", title="Rerank", icon=":material/swap_vert:", url_path="llm-rerank"),
 ]
 

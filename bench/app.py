@@ -53,6 +53,7 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("Metrics", "evaluate"),
     ("Fusion", "fuse"),
     ("Leaderboard", "arena"),
+    ("RAG", "rag-eval"),
     ("Rerank", "llm-rerank"),
 )
 CHROMIUM_ARGS = [

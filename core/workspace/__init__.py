@@ -204,21 +204,23 @@ class Workspace:
 
 @dataclass(frozen=True)
 class DefaultSelection:
-    """What the pages start from in a workspace (`default_selection`): qrels, runs, votes and
-    rerank candidates, by name (``None`` / empty when the workspace has none)."""
+    """What the pages start from in a workspace (`default_selection`): qrels, runs, votes,
+    rerank candidates and the RAG set, by name (``None`` / empty when the workspace has none)."""
 
     qrels: str | None
     runs: tuple[str, ...]
     votes: str | None
     corpus: str | None
+    rag: str | None = None
 
 
 def default_selection(ws: Workspace, max_runs: int = MAX_DEFAULT_RUNS) -> DefaultSelection:
     """The selection a workspace opens on.
 
     Showing the demo: the demo's own default (`core.demo.DEFAULT_SELECTION`: its evaluation
-    runs and qrels, arena votes and rerank candidates). Otherwise only what the user chose, their
-    own datasets before demo ones they loaded: the newest qrels, votes and candidates, and up to
+    runs and qrels, arena votes and rerank candidates; its RAG set). Otherwise only what the user
+    chose, their own datasets before demo ones they loaded: the newest qrels, votes, candidates
+    and RAG set, and up to
     ``max_runs`` runs answering a query of those qrels (in order; the first runs when none does).
     """
     if ws.showing_demo:
@@ -228,7 +230,11 @@ def default_selection(ws: Workspace, max_runs: int = MAX_DEFAULT_RUNS) -> Defaul
             return [n for n in default_names(kind) if n in ws.names(kind)]
 
         return DefaultSelection(
-            _last(demo("qrels"), first=True), tuple(demo("run")[:max_runs]), _last(demo("votes")), _last(demo("corpus"))
+            _last(demo("qrels"), first=True),
+            tuple(demo("run")[:max_runs]),
+            _last(demo("votes")),
+            _last(demo("corpus")),
+            _last(demo("rag")),
         )
 
     def preferred(kind: str) -> list[str]:
@@ -240,7 +246,13 @@ def default_selection(ws: Workspace, max_runs: int = MAX_DEFAULT_RUNS) -> Defaul
         judged = set(ws.get("qrels", qrels).qids)
         answering = [n for n in runs if not judged.isdisjoint(ws.get("run", n).qid_values)]
         runs = answering or runs
-    return DefaultSelection(qrels, tuple(runs[:max_runs]), _last(preferred("votes")), _last(preferred("corpus")))
+    return DefaultSelection(
+        qrels,
+        tuple(runs[:max_runs]),
+        _last(preferred("votes")),
+        _last(preferred("corpus")),
+        _last(preferred("rag")),
+    )
 
 
 def _last(names: list[str], first: bool = False) -> str | None:

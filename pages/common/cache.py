@@ -37,6 +37,7 @@ from core import ties as core_ties
 from core.data import Qrels, Run, Votes, content_digest
 from core.errors import RankLensError
 from core.metrics import Evaluation, Metric, plain_metrics
+from core.rag.data import RagSet
 from core.reports import data as data_reports
 from core.reports import metrics as metric_reports
 from core.runtime import freeze_heap
@@ -50,6 +51,8 @@ if TYPE_CHECKING:
     from core.bt.style import StyleBoard
     from core.fusion import FusionParams
     from core.intervals import IntervalSpec, RunIntervals
+    from core.rag.evaluate import RagEvaluation
+    from core.rag.judges import RagJudgeRun
     from core.rerank.candidates import CandidateSet
     from core.stats import PairwiseTests
     from core.tiereport import TieReport
@@ -941,6 +944,137 @@ def weight_sweep_figure(
     return _weight_sweep_figure(sweep, metric, names)
 
 
+# ---- RAG (issue 23) -----------------------------------------------------------------------------
+def rag_fingerprint(ragset: RagSet) -> tuple[str, str, str]:
+    """Cache key of a RAG set: its type, name and content digest (`core.rag.data.RagSet.content_digest`)."""
+    return "RagSet", ragset.name, ragset.content_digest
+
+
+#: ``hash_funcs`` of the RAG wrappers
+RAGSETS: dict[Any, Callable[[Any], Any]] = {RagSet: rag_fingerprint}
+
+
+def judged_digest(run: RagJudgeRun | None) -> str | None:
+    """A digest of a judge run's judged values (qid, faithfulness, answer correctness, context
+    relevance, prompt version): the key part of `rag_evaluation` for its ``_judged`` (None: no judge)."""
+    if run is None:
+        return None
+    h = hashlib.sha256(run.prompt_version.encode("utf-8"))
+    for r in run.results:
+        h.update(repr((r.qid, r.faithfulness, r.answer_correctness, r.context_relevance)).encode("utf-8"))
+    return h.hexdigest()[:20]
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=RAGSETS)
+def rag_evaluation(
+    ragset: RagSet,
+    k: int | None,
+    per_document: bool,
+    rel_level: int,
+    judged_key: str | None = None,
+    _judged: RagJudgeRun | None = None,
+) -> RagEvaluation:
+    """`core.rag.evaluate.evaluate_rag` of ``ragset`` (every metric it can give, every policy
+    computed; ``judged_key`` = `judged_digest` of ``_judged``, whose values join as columns)."""
+    from core.rag.evaluate import evaluate_rag
+
+    judged = _judged.by_qid() if _judged is not None else None
+    return evaluate_rag(ragset, None, k, "traditional", per_document, judged, rel_level=rel_level)
+
+
+@st.cache_resource(max_entries=4, show_spinner=False, hash_funcs=RAGSETS)
+def rag_recorded_judge(ragset: RagSet, k: int | None) -> RagJudgeRun:
+    """The demo's recorded judge replies replayed on ``ragset`` (`core.demo.rag_judge`: no model is
+    called; the run says it is recorded): every judged metric over the top ``k``."""
+    from core.demo.rag_judge import recorded_provider
+    from core.rag.judges import RagJudge, judge_rag
+
+    return judge_rag(list(ragset.questions), RagJudge(recorded_provider()), k=k)
+
+
+@dataclass(frozen=True)
+class RagJudgeRequest:
+    """What a live judge run depends on (never the key itself: ``key_tag`` is a digest of it, so
+    two keys do not share results): the set's digest, k, model, base URLs, sampling settings."""
+
+    ragset: str
+    k: int | None
+    model: str
+    base_urls: tuple[str, ...]
+    key_tag: str
+    temperature: float
+    timeout: float
+    concurrency: int
+    cache: bool
+
+
+def key_tag(api_key: str | None) -> str:
+    """A short digest of an API key (kept in memory only) that tells keys apart in `RagJudgeRequest`."""
+    return hashlib.sha256((api_key or "").encode("utf-8")).hexdigest()[:12]
+
+
+#: complete live judge runs by request (a run with failed questions is not kept: the provider's
+#: disk reply cache makes a rerun cheap, and only the missing calls are made)
+RAG_JUDGES: Bounded[RagJudgeRequest, RagJudgeRun] = Bounded(max_entries=8)
+
+
+def rag_judge(
+    ragset: RagSet,
+    request: RagJudgeRequest,
+    api_key: str | None,
+    progress: Callable[[int, int], None] | None = None,
+) -> RagJudgeRun:
+    """`core.rag.judges.judge_rag` of ``ragset`` through the openai provider of ``request`` (JSON
+    mode; reranking's reply cache bound to the key, retries, endpoint pool, breaker, redaction),
+    every judged metric over the top k; a complete run is kept in `RAG_JUDGES` (a run with failed
+    questions is returned, not kept). ``progress(done, total)`` after each question."""
+    found = RAG_JUDGES.get(request)
+    if found is not None:
+        return found
+    from core.rag.judges import RagJudge, judge_rag
+    from core.rerank import CACHE_DIR, ReplyCache, RetryPolicy, make_provider
+
+    provider: Any = make_provider(
+        "openai",
+        model=request.model,
+        api_key=api_key or None,
+        base_url=list(request.base_urls) or None,
+        temperature=request.temperature,
+        json_mode=True,
+        timeout=request.timeout,
+        retry=RetryPolicy(),
+        cache=ReplyCache(CACHE_DIR, enabled=request.cache),
+    )
+    run = judge_rag(
+        list(ragset.questions), RagJudge(provider), k=request.k, concurrency=request.concurrency, progress=progress
+    )
+    if not run.failed:
+        RAG_JUDGES.put(request, run)
+    return run
+
+
+@st.cache_resource(max_entries=16, show_spinner=False, hash_funcs=RAGSETS)
+def rag_scatter(
+    ragset: RagSet,
+    settings: tuple[Any, ...],
+    retrieval: str,
+    answer: str,
+    policy: str,
+    _ev: RagEvaluation,
+) -> tuple[Any, Any, Any]:
+    """(correlation, evidence gaps, figure) of ``retrieval`` against ``answer`` under ``policy``
+    in ``_ev`` (the `rag_evaluation` of ``settings``: k, per_document, rel_level, judged key)."""
+    from core.charts.rag import retrieval_answer_scatter
+    from core.rag.evaluate import FOUND_AT, RIGHT_AT, evidence_gaps, retrieval_answer_correlation
+    from core.reports.rag import scatter_frame
+
+    correlation = retrieval_answer_correlation(_ev, retrieval, answer, policy)
+    gaps = evidence_gaps(_ev, retrieval, answer, policy=policy)
+    points = scatter_frame(ragset, _ev, retrieval, answer, policy, gaps)
+    figure = retrieval_answer_scatter(points, retrieval, answer, correlation, FOUND_AT, RIGHT_AT)
+    return correlation, gaps, figure
+
+
 # ---- warm-up -------------------------------------------------------------------------------------
 #: the modules the pages other than Home import, loaded by `warm_up` (core only: no Streamlit call)
 WARM_MODULES: tuple[str, ...] = (
@@ -959,6 +1093,9 @@ WARM_MODULES: tuple[str, ...] = (
     "core.reports.fusion",
     "core.reports.leaderboard",
     "core.reports.rerank",
+    "core.rag.evaluate",
+    "core.reports.rag",
+    "core.charts.rag",
 )
 _WARM_STARTED = threading.Event()
 
@@ -1003,6 +1140,7 @@ def clear() -> None:
     st.cache_resource.clear()
     UPLOADS.clear()
     BOOTSTRAPS.clear()
+    RAG_JUDGES.clear()
 
 
 def _leaderboard(

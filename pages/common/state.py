@@ -214,6 +214,26 @@ RR_QRELS: Slot[str | None] = Slot("rr_qrels", _none)
 RR_QRELS_FROM: Slot[str | None] = Slot("_rr_qrels_from", _none)
 RR_RESULTS: Slot[RerankOutcome | None] = Slot("rr_results", _none)
 
+# ---- RAG page (issue 23) ----------------------------------------------------------------------
+#: the RAG set the page shows (a widget key: a name in the workspace's ``rag`` datasets)
+RAG_SET: Slot[str | None] = Slot("rag_set", _none)
+#: the default `RAG_SET` started from (`core.workspace.default_selection`'s): when it changes, it follows
+RAG_FROM: Slot[str | None] = Slot("_rag_from", _none)
+
+
+@dataclass(frozen=True)
+class RagJudgeOutcome:
+    """What one press of "Run the judge" produced: the request it ran (`cache.RagJudgeRequest`,
+    never the key), the run (None when it could not start), the estimated calls and an error."""
+
+    request: Any
+    run: Any
+    estimated_calls: int
+    error: str | None = None
+
+
+RAG_JUDGED: Slot[RagJudgeOutcome | None] = Slot("rag_judged", _none)
+
 # ---- widget keys bound to the URL (bind="query-params"): shared links use these names ----------
 METRICS = "metrics"
 EXTRA_METRICS = "extra_metrics"
@@ -241,6 +261,11 @@ LB_STYLE = "lb_style"
 LB_BY = "lb_by"
 LB_MIN_CATEGORY = "lb_min_cat"
 RR_STRATEGY = "rr_strategy"
+#: the RAG page's cutoff k, tie policy, per-document recall and relevant grade (issue 23)
+RAG_K = "rag_k"
+RAG_TIES = "rag_ties"
+RAG_PER_DOC = "rag_doc"
+RAG_REL = "rag_rel"
 URL_KEYS: tuple[str, ...] = (
     METRICS,
     EXTRA_METRICS,
@@ -264,4 +289,8 @@ URL_KEYS: tuple[str, ...] = (
     LB_STYLE,
     LB_BY,
     LB_MIN_CATEGORY,
+    RAG_K,
+    RAG_TIES,
+    RAG_PER_DOC,
+    RAG_REL,
 )

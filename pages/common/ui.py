@@ -140,6 +140,7 @@ NAMED_SLOTS: tuple[tuple[state.Slot[Any], str], ...] = (
     (state.LB_VOTES, "votes"),
     (state.RR_CORPUS, "corpus"),
     (state.RR_QRELS, "qrels"),
+    (state.RAG_SET, "rag"),
 )
 
 

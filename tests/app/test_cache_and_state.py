@@ -44,6 +44,10 @@ def test_url_bound_widget_keys_keep_their_names():
         "lb_style",
         "lb_by",
         "lb_min_cat",
+        "rag_k",
+        "rag_ties",
+        "rag_doc",
+        "rag_rel",
     )
     bound = set()
     for path in [ROOT / "app.py", *sorted((ROOT / "pages").glob("*.py"))]:

@@ -23,7 +23,7 @@ RESULTS = (DATA / "results.test").read_bytes()
 QRELS = (DATA / "qrels.test").read_bytes()
 ROOT = Path(APP).parent
 LONG = "a run with a very long name that the sidebar must show whole, bm25+rm3 k1=0.9 b=0.4 fb=10"
-PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rerank")
+PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rag", "rerank")
 DEMO_NAMES = {name for _, name, _ in bundle()}
 #: the demo's counts in the sidebar
 DEMO_COUNTS = "Demo data: 9 runs · 2 qrels · 2 votes files · 1 candidate set · 1 RAG set."

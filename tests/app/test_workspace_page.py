@@ -27,7 +27,7 @@ RUN2 = b"q100 Q0 d000-03 1 2.0 other\nq100 Q0 d000-01 2 1.0 other\nq101 Q0 d001-
 VOTES = b"model_a,model_b,winner\n" + b"a,b,model_a\nb,c,tie\nc,a,model_b\na,c,model_a\nb,a,model_b\n" * 4
 QRELS = b"q100 0 d000-02 1\nq100 0 d000-03 2\nq101 0 d001-07 1\nq102 0 dx 1\n"
 ANSWERS = b"qid,prediction,reference\nq100,Paris,paris\nq101,blue,red\n"
-PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rerank")
+PAGES = ("home", "data", "metrics", "fusion", "leaderboard", "rag", "rerank")
 
 
 def uploader(at: AppTest, label: str) -> Any:

@@ -22,7 +22,7 @@ from playwright.sync_api import expect
 
 pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("browser")]
 
-PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "Rerank")
+PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "RAG", "Rerank")
 #: a script in a run name (no spaces: a TREC field); it would set a flag if it ever ran
 SCRIPT = "<script>window.__pwned=1</script>"
 

@@ -23,7 +23,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("browser")]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: every page's navigation label, in app.py's order
-PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "Rerank")
+PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "RAG", "Rerank")
 #: what a quiet log never says (Streamlit's warnings, Python's, tracebacks, the file watcher's flood)
 NOISE = ("warning", "error", "traceback", "deprecat", "inotify")
 

@@ -19,7 +19,7 @@ DATA = ROOT / "tests" / "data" / "trec_eval"
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 PHONE = {"width": 390, "height": 844}
 #: the pages' navigation titles (app.py)
-PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "Rerank")
+PAGES = ("Home", "Data", "Metrics", "Fusion", "Leaderboard", "RAG", "Rerank")
 
 
 def _cli_workspace(folder: Path) -> str:
