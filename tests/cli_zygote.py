@@ -22,9 +22,11 @@ named in the request.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -170,6 +172,7 @@ class _Zygote:
             raise RuntimeError("the CLI zygote did not start")
         self.lock = threading.Lock()
         self.folder = tempfile.mkdtemp(prefix="ranklens-zygote-")
+        atexit.register(shutil.rmtree, self.folder, True)
 
     def alive(self) -> bool:
         return self.proc.poll() is None

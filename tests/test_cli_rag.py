@@ -8,10 +8,10 @@ import contextlib
 import io
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from cli_zygote import run_core
 
 from core.__main__ import main
 
@@ -49,7 +49,7 @@ ROWS = [
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "core", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return run_core(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
 def in_process(*args: str) -> tuple[int, str, str]:
