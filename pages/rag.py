@@ -55,7 +55,7 @@ if not names:
 # the page's set follows the workspace's default (the demo's while it is shown, the user's newest once loaded)
 ui.page_choice(state.RAG_SET, state.RAG_FROM, default_selection(ws).rag, names)
 
-c1, c2, c3, c4, c5 = st.columns([3, 1.2, 2.4, 1.4, 1.6], vertical_alignment="bottom")
+c1, c2, c3, c4, c5 = st.columns([3, 1.1, 2.4, 1.5, 1.8], vertical_alignment="bottom")
 name = c1.selectbox("RAG set", names, key=state.RAG_SET.key, format_func=ui.demo_label(ws, "rag"))
 ragset = ws.get("rag", name)
 k = int(
@@ -126,7 +126,7 @@ elif mode == "recorded":
     judged_run = cache.rag_recorded_judge(ragset, k)
     st.info(
         "These are **recorded** judge replies shipped with RankLens for the demo (made by a deterministic oracle "
-        "through the judge's own prompts, not by a language model): no model is called, nothing is billed. "
+        "through the judge's own prompts, not by a language model): "
         + ui.escape_markdown(reports.estimate_sentence(est, len(ragset), recorded=True)),
         icon=":material/history:",
     )
@@ -237,7 +237,15 @@ with body:
     config = {c: st.column_config.NumberColumn(format="%.4f", help=text) for c, text in reports.AGGREGATE_HELP.items()}
     config["questions"] = st.column_config.NumberColumn(help=reports.AGGREGATE_HELP["questions"])
     aggregate = reports.aggregate_table(ev)
-    st.dataframe(aggregate, hide_index=True, width="stretch", column_config=config, placeholder="—", key="rag_agg")
+    st.dataframe(
+        aggregate,
+        hide_index=True,
+        width="stretch",
+        height=36 * (len(aggregate) + 1) + 3,  # every metric without a scroll bar
+        column_config=config,
+        placeholder="—",
+        key="rag_agg",
+    )
     st.caption(
         "Means over the questions with a value. Traditional: the retrieved lists in the file's order; tie-aware: the "
         "exact expectation over every order of tied scores; the range runs from relevant-last (pessimistic) to "

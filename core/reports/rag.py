@@ -202,7 +202,7 @@ def strength(r: float) -> str:
 def correlation_sentence(c: Correlation) -> str:
     """``Pearson r = 0.19, Spearman ρ = 0.15 over n = 30 questions: a weak positive link ...``."""
     head = (
-        f"{c.retrieval} against {c.answer} ({POLICY_CHOICES.get(c.policy, c.policy)}): Pearson r = "
+        f"{c.retrieval} against {c.answer}, {POLICY_CHOICES.get(c.policy, c.policy)}: Pearson r = "
         f"{_number(c.pearson)}, Spearman ρ = {_number(c.spearman)}, n = {c.n} questions"
     )
     if math.isnan(c.pearson) or math.isnan(c.spearman):
@@ -263,7 +263,7 @@ def offline_note(ragset: RagSet, k: int | None) -> str:
         "have texts to check against)",
         f"answer correctness (the answer's statements against the reference's, which token F1 cannot tell from a "
         f"paraphrase; {with_ref} of {n} questions have a reference)",
-        f"context relevance (each {top} passage graded 0–3 for its question, UMBRELA's scale; those grades can be "
+        f"context relevance (each of the {top} passages graded 0–3 for its question, UMBRELA's scale; the grades can be "
         "downloaded as qrels and evaluated tie-aware like any qrels)",
     ]
     return (
@@ -276,10 +276,7 @@ def offline_note(ragset: RagSet, k: int | None) -> str:
 def estimate_sentence(est: Estimate, n_questions: int, recorded: bool = False) -> str:
     """The call and cost estimate shown before a judge runs (recorded replies: no call, no cost)."""
     if recorded:
-        return (
-            f"Recorded replies: {est.calls_text()} replayed from the replies shipped with RankLens for the demo; "
-            "no model is called, nothing is billed."
-        )
+        return f"{est.calls_text()} replayed: no model is called, nothing is billed."
     return (
         f"{est.calls_text()} for {n_questions} questions (re-asks excluded), ~{est.prompt_tokens:,} prompt + "
         f"~{est.completion_tokens:,} completion tokens, about ${est.cost:.4f} at the prices given; cached replies "
