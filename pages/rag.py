@@ -331,6 +331,11 @@ if judged_run is not None:
             "run again: cached replies are reused and only the missing calls are made.",
         )
         st.dataframe(failed, hide_index=True, width="stretch", column_config={"reason": TEXT}, key="rag_failed")
+    agreed = reports.agreement(ragset, judged_run)
+    if agreed is not None:
+        st.markdown(ui.escape_markdown(reports.agreement_sentence(agreed)))
+        with st.expander("Confusion matrix: the judge's grades against the file's labels"):
+            st.dataframe(reports.confusion_table(agreed), hide_index=True, width="stretch", key="rag_confusion")
     usage = reports.judge_usage(judged_run, estimated_calls)
     with st.expander("Judge usage"):
         st.dataframe(usage, hide_index=True, width="stretch", key="rag_usage")

@@ -195,3 +195,25 @@ def test_the_demo_with_its_recorded_judge_shows_the_seeds_point() -> None:
     assert correct.sum() >= 20 and float(np.median(f1[correct])) < 0.1
     point = reports.judge_point(ev) or ""
     assert f"median {float(np.median(f1[correct])):.3f}" in point
+
+
+def test_agreement_of_the_judge_with_the_files_labels() -> None:
+    rs = small_set()
+    run = _run(
+        [
+            RagJudgement("q1", grades={"a": 1, "b": 0}),  # labels: a 1, b 0 -> both agree
+            RagJudgement("q2", grades={"c": 2}),  # label 0 -> disagree
+            RagJudgement("q3", grades={"f": 0, "g": 2}),  # labels: f 0, g 2 -> both agree
+        ]
+    )
+    a = reports.agreement(rs, run)
+    assert a is not None and (a.n, a.agree) == (5, 4)
+    text = reports.agreement_sentence(a)
+    assert text.startswith("The judge and the file's relevant labels") and "agree on 4 of 5 passages (80.0%)" in text
+    table = reports.confusion_table(a)
+    assert list(table.columns) == ["judge", "label 0", "label 1", "label 2", "label 3"]
+    assert table.set_index("judge").loc["judge 2", "label 0"] == 1 and int(table.iloc[:, 1:].to_numpy().sum()) == 5
+    unlabelled = RagSet(
+        "u", tuple(RagQuestion(q.qid, q.question, q.retrieved, q.answer, q.references, None) for q in rs.questions)
+    )
+    assert reports.agreement(unlabelled, run) is None

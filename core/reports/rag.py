@@ -39,6 +39,7 @@ from core.rag.evaluate import (
 
 if TYPE_CHECKING:
     from core.rag.data import RagSet
+    from core.rag.grades import GradeAgreement
     from core.rag.judges import RagJudgeRun
     from core.rerank.accounting import Estimate
 
@@ -360,3 +361,34 @@ def judge_usage(run: RagJudgeRun, estimated_calls: int, prices: Any = None) -> p
     """The judge run's accounting as one row (`core.rag.judges.RagJudgeRun.usage`)."""
     usage = run.usage(estimated_calls, prices)
     return pd.DataFrame([usage.to_dict()])
+
+
+def agreement(ragset: RagSet, run: RagJudgeRun) -> GradeAgreement | None:
+    """The judge's passage grades against the file's ``relevant`` labels (`core.rag.grades.human_pairs`:
+    a listed id's grade, 0 for a passage not listed), or None when the file gives no labels."""
+    if not ragset.has_relevant:
+        return None
+    from core.rag.grades import grade_agreement, human_pairs
+
+    return grade_agreement(human_pairs(ragset.questions, run))
+
+
+def agreement_sentence(a: GradeAgreement) -> str:
+    """``The judge and the file's relevant labels agree on 280 of 300 passages (93.3%), Cohen's κ 0.807.``"""
+    if not a.n:
+        return "No passage was graded by both the judge and the file's relevant labels."
+    kappa = "undefined" if a.kappa is None else f"{a.kappa:.3f}"
+    return (
+        f"The judge and the file's relevant labels (0 for a passage not listed) agree on {a.agree:,} of {a.n:,} "
+        f"passages ({(a.rate or 0.0):.1%}), Cohen's κ {kappa}"
+        + (f"; {a.out_of_scale} labels outside 0–3 left out." if a.out_of_scale else ".")
+    )
+
+
+def confusion_table(a: GradeAgreement) -> pd.DataFrame:
+    """The confusion matrix: one row per judge grade 0–3, one column per label grade 0–3."""
+    from core.rag.grades import GRADE_LABELS
+
+    frame = pd.DataFrame([list(row) for row in a.confusion], columns=[f"label {g}" for g in GRADE_LABELS])
+    frame.insert(0, "judge", [f"judge {g}" for g in GRADE_LABELS])
+    return frame

@@ -188,6 +188,11 @@ def test_the_recorded_judge_on_the_demo(app: AppTest) -> None:
     assert judged.set_index("measure").loc["token_f1", "mean"] == pytest.approx(ev.mean("token_f1"))
     assert any("recorded replies" in m for m in at.markdown.values)
     assert any(reports.judge_point(ev) == m.replace("\\_", "_") for m in at.markdown.values)
+    from core.rag.grades import grade_agreement, human_pairs
+
+    agreed = grade_agreement(human_pairs(rs.questions, run))  # the judge's grades against the file's labels
+    assert any(f"agree on {agreed.agree:,} of {agreed.n:,} passages" in m for m in at.markdown.values)
+    assert any(f"Cohen's κ {agreed.kappa:.3f}" in m for m in at.markdown.values)
     titles = [c["layout"]["title"]["text"] for c in charts(at)]
     assert titles[0].startswith("answer_correctness against context_recall@10")  # the judge's measure by default
     assert titles[1] == "answer_correctness (LLM judge) against token_f1"
