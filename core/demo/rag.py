@@ -12,7 +12,10 @@ Beside them, so that the correlation and the evidence gaps have something to say
 - `MISSED`: the document holding the answer is not in the top 10 (retrieved at 11-12 or not at
   all); of those, `WRONG_WITHOUT_EVIDENCE` answer wrongly, the others rightly from the model's
   own knowledge (missed but right: unfaithful to the retrieved texts, correct);
-- every other question: verbose and right, grounded in the retrieved chunks.
+- every other question: verbose and right, grounded in the retrieved chunks: `PADDED` ones state the
+  reference's one fact wrapped in sentences that assert nothing (a judge rates them correct:
+  answer_correctness 1, answer F1 ~0.04), the others add two more true facts from the chunks (Ragas's
+  answer correctness counts a fact the reference lacks as a false positive: 0.5; faithfulness 1).
 
 Each question's document ``doc-NN`` holds three chunks: ``#c0`` states the answer (grade 2 in
 ``relevant``), ``#c1`` and ``#c2`` say more about the subject (grade 1); the other chunks come
@@ -254,6 +257,8 @@ WRONG_WITH_EVIDENCE: dict[int, str] = {
     13: "The hardest natural mineral is quartz. Quartz is found in many kinds of rock.",
     19: "Thomas Edison was granted the first patent for the telephone. He also invented the phonograph.",
 }
+#: verbose right answers holding the reference's fact and nothing else besides sentences that assert nothing
+PADDED: frozenset[int] = frozenset({0, 3, 6, 9, 12, 15, 18, 22, 25, 27})
 #: questions whose document is not in the top 10
 MISSED: frozenset[int] = frozenset({4, 24, 28})
 #: of `MISSED`, those answered wrongly, with the answer
@@ -261,6 +266,12 @@ WRONG_WITHOUT_EVIDENCE: dict[int, str] = {
     28: "Penicillin was discovered by Louis Pasteur. He is also known for pasteurisation.",
 }
 _OPENING = "Based on the retrieved passages, here is a complete answer."
+#: what a `PADDED` answer says around its one fact: sentences that assert nothing about the question
+_PADDING = (
+    "Let me walk you through what the sources say, step by step, so that nothing important is left out and "
+    "you can see exactly how the conclusion follows. Having looked carefully at each passage in turn, the "
+    "conclusion that follows is clear and well supported."
+)
 _CLOSING = (
     "To sum up, every detail above is drawn directly from the sources that were found, which agree with one "
     "another on this point. I hope this thorough explanation fully answers your question and gives you useful "
@@ -288,6 +299,8 @@ def _answer(i: int) -> str:
         return WRONG_WITH_EVIDENCE[i]
     if i in WRONG_WITHOUT_EVIDENCE:
         return WRONG_WITHOUT_EVIDENCE[i]
+    if i in PADDED:
+        return f"{_OPENING} {_PADDING} {answer} {_CLOSING}"
     return f"{_OPENING} {answer} {more} {most} {_CLOSING}"
 
 

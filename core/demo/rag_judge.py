@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from core.demo.rag import _CLOSING, _OPENING
+from core.demo.rag import _CLOSING, _OPENING, _PADDING
 from core.rag.data import RagQuestion
 from core.rag.judges import RagJudge, RecordedProvider, judge_rag, request_key
 from core.rag.prompts import PROMPT_VERSION
@@ -67,7 +67,7 @@ def sentences(text: str) -> list[str]:
 
 
 #: sentences of the demo's verbose answers that assert nothing about the question
-FILLER: frozenset[str] = frozenset(sentences(f"{_OPENING} {_CLOSING}"))
+FILLER: frozenset[str] = frozenset(sentences(f"{_OPENING} {_PADDING} {_CLOSING}"))
 
 
 def _between(text: str, start: str, end: str) -> str:
