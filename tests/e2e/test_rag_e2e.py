@@ -68,3 +68,18 @@ def test_rag_page_on_the_demo_then_on_a_loaded_file(
     expect(main.get_by_text("Recorded replies (demo)")).to_have_count(0)  # the demo's replies are for the demo
     expect(main.get_by_test_id("stException")).to_have_count(0)
     screenshot(page, "rag-own-file")
+
+
+def test_rag_deep_link_with_its_settings(page, app_server, goto, screenshot):
+    """A shared link opens the page inside the app's frame with its URL-bound settings."""
+    from playwright.sync_api import expect
+
+    goto(page, f"{app_server}/rag-eval?rag_k=5&rag_doc=true")
+    main = page.get_by_test_id("stMain")
+    expect(main.get_by_role("heading", name="RAG", exact=True).first).to_be_visible(timeout=30_000)
+    expect(page.get_by_test_id("stSidebarNavLink").first).to_be_visible()  # app.py's navigation is there
+    expect(main.get_by_role("spinbutton", name="k")).to_have_value("5")
+    expect(main.get_by_role("combobox", name="Retrieval metric")).to_have_value("context_recall@5")
+    expect(main.get_by_role("switch", name="Per document")).to_be_checked()
+    expect(main.get_by_test_id("stException")).to_have_count(0)
+    screenshot(page, "rag-deep-link")
