@@ -163,8 +163,8 @@ else:
     d, e, f, g, h = st.columns(5)
     temperature = d.number_input("Temperature", 0.0, 2.0, 0.0, 0.1, key="rag_temp")
     timeout = e.number_input("Timeout (s)", 1.0, 600.0, 60.0, 5.0, key="rag_timeout")
-    concurrency = int(g.number_input("Concurrency", 1, 64, 8, key="rag_conc", help="Requests in flight at once."))
-    in_price = f.number_input("USD / 1M input tokens", 0.0, 1000.0, 0.15, 0.05, key="rag_in_price")
+    concurrency = int(f.number_input("Concurrency", 1, 64, 8, key="rag_conc", help="Requests in flight at once."))
+    in_price = g.number_input("USD / 1M input tokens", 0.0, 1000.0, 0.15, 0.05, key="rag_in_price")
     out_price = h.number_input("USD / 1M output tokens", 0.0, 1000.0, 0.60, 0.05, key="rag_out_price")
     cache_on = st.toggle(
         "Disk cache", value=True, key="rag_cache", help=f"Replies cached in {CACHE_DIR}/ (a rerun is free)."
