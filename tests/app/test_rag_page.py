@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -284,3 +285,61 @@ def test_the_page_follows_the_workspace_and_keeps_a_choice(app: AppTest) -> None
     at = open_page(at, "rag")
     assert at.selectbox(key="rag_set").value == "mine"  # kept across pages
     assert list(per_question(at)["qid"]) == ["m1", "m2", "m3"]
+
+
+# ---- the cache wrappers equal the pure builders ------------------------------------------------------
+def test_rag_cache_wrappers_equal_the_core_calls() -> None:
+    from core.charts.rag import retrieval_answer_scatter
+    from core.demo.rag_judge import recorded_provider
+    from core.rag.evaluate import FOUND_AT, RIGHT_AT
+    from core.rag.judges import RagJudge, judge_rag
+    from pages.common import cache
+
+    rs = generate()
+    ev = cache.rag_evaluation(rs, 7, True, 1)
+    same = evaluate_rag(rs, k=7, per_document=True)
+    assert ev.names == same.names and ev.means == same.means
+    assert cache.rag_evaluation(rs.renamed("Demo RAG"), 7, True, 1) is ev  # keyed by content, not identity
+    run = cache.rag_recorded_judge(rs, 7)
+    assert run.recorded and [r.grades for r in run.results] == [
+        r.grades for r in judge_rag(list(rs.questions), RagJudge(recorded_provider()), k=7).results
+    ]
+    judged = cache.rag_evaluation(rs, 7, True, 1, cache.judged_digest(run), run)
+    assert judged.mean("faithfulness") == evaluate_rag(rs, k=7, per_document=True, judged=run.by_qid()).mean(
+        "faithfulness"
+    )
+    assert cache.judged_digest(None) is None and cache.judged_digest(run) != cache.judged_digest(
+        cache.rag_recorded_judge(rs, 3)
+    )
+    corr, gaps, figure = cache.rag_scatter(rs, (7, True, 1, None), "context_recall@7", "token_f1", "expected", ev)
+    assert corr == retrieval_answer_correlation(ev, "context_recall@7", "token_f1", "expected")
+    assert gaps == evidence_gaps(ev, "context_recall@7", "token_f1", policy="expected")
+    points = reports.scatter_frame(rs, ev, "context_recall@7", "token_f1", "expected", gaps)
+    built = retrieval_answer_scatter(points, "context_recall@7", "token_f1", corr, FOUND_AT, RIGHT_AT)
+    assert figure.to_json() == built.to_json()
+
+
+def test_a_live_judge_run_is_kept_only_when_complete_and_never_by_its_key(tmp_path: Path) -> None:
+    from pages.common import cache
+
+    rs = ragset_of(rag_file())
+    assert SECRET not in cache.key_tag(SECRET) and cache.key_tag(SECRET) != cache.key_tag("other")
+    with FakeOpenAIServer(responder=rag_reply) as srv:
+        request = cache.RagJudgeRequest(
+            rs.content_digest, 10, "judge-1", (srv.base_url,), cache.key_tag(None), 0.0, 10.0, 4, False
+        )
+        run = cache.rag_judge(rs, request, None)
+        assert not run.failed and cache.RAG_JUDGES.get(request) is run
+        assert SECRET not in repr(request)
+        calls = len(srv.requests)
+        assert cache.rag_judge(rs, request, None) is run and len(srv.requests) == calls  # kept: no new call
+    with FakeOpenAIServer(responder=lambda body: "not JSON") as bad:
+        failing = cache.RagJudgeRequest(rs.content_digest, 10, "judge-1", (bad.base_url,), "", 0.0, 10.0, 4, False)
+        run = cache.rag_judge(rs, failing, None)
+    assert len(run.failed) == 3 and cache.RAG_JUDGES.get(failing) is None  # failed: shown, not kept
+
+
+def ragset_of(data: bytes) -> Any:
+    from core.io import read_rag
+
+    return read_rag(data, filename="mine.jsonl")
