@@ -124,6 +124,7 @@ def test_default_selection_of_the_demo():
     assert default.qrels == names_of("evaluation", "qrels")[0]
     assert default.votes == names_of("arena", "votes")[0]
     assert default.corpus == names_of("rerank", "corpus")[0]
+    assert default.rag == names_of("rag", "rag")[0] == "Demo RAG"
 
 
 def test_default_selection_takes_only_the_users_data_and_the_runs_their_qrels_judge():
@@ -135,7 +136,7 @@ def test_default_selection_takes_only_the_users_data_and_the_runs_their_qrels_ju
     ws.add("votes", "v", _votes("v"))
     ws.load_demo()  # loaded on request: listed, but the user's own data comes first
     default = default_selection(ws)
-    assert default == type(default)("q", ("judged",), "v", names_of("rerank", "corpus")[0])
+    assert default == type(default)("q", ("judged",), "v", names_of("rerank", "corpus")[0], names_of("rag", "rag")[0])
 
 
 def test_default_selection_without_any_judged_run_takes_the_first_runs():
@@ -208,3 +209,16 @@ def test_rename_keeps_the_auto_flag(kind):
     old = default_names(kind)[0]
     ws.rename(kind, old, "renamed")
     assert ws.entry(kind, "renamed").auto and ws.showing_demo
+
+
+def test_default_selection_takes_the_users_newest_rag_set():
+    from core.demo.rag import generate
+
+    ws = Workspace()
+    ws.show_demo()
+    assert default_selection(ws).rag == "Demo RAG"
+    ws.add("rag", "mine", generate().renamed("mine"))
+    assert ws.names("rag") == ["mine"] and default_selection(ws).rag == "mine"  # the demo's left with the rest
+    ws.add("rag", "newer", generate().renamed("newer"))
+    ws.load_demo()
+    assert default_selection(ws).rag == "newer"  # the user's own before the demo's they loaded
