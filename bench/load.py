@@ -35,7 +35,7 @@ between pages. Two kinds of client (issue 12: 20 users, p95 <= 3 s per page, mem
 work instead of one walk: each session connects, runs 4-12 pages picked at random, each with one
 of its URL-bound settings varied at random (`SOAK_QUERIES`: the Metrics views and interval and
 test choices, Fusion's methods and normalisations, the Leaderboard's tie model and CI level,
-Rerank's strategies; every variation a cache key of its own), pausing ``--think`` seconds on
+the RAG page's k, per-document recall and relevant grade, Rerank's strategies; every variation a cache key of its own), pausing ``--think`` seconds on
 average (exponential, default 5: a user reading the page) between pages, then disconnects and
 starts again (sessions come and go, as users do). Before it, one session runs every page with
 every setting once, so the bounded caches hold what the soak asks for and the baseline after it
@@ -99,6 +99,7 @@ SOAK_QUERIES: dict[str, tuple[str, ...]] = {
     ),
     "fuse": ("", "fuse_method=combsum&fuse_norm=minmax", "fuse_k=10", "fuse_tie_order=input", "fuse_method=borda"),
     "arena": ("", "lb_ties=davidson", "lb_ci=0.9", "lb_min_votes=50"),
+    "rag-eval": ("", "rag_k=5", "rag_doc=true", "rag_rel=2"),
     "llm-rerank": ("", "rr_strategy=prp", "rr_strategy=tourrank"),
 }
 
