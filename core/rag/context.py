@@ -311,7 +311,7 @@ def context_recall(lay: Layout, k: int | None, policy: str) -> np.ndarray:
             # C(S - a, m) / C(S, m) = prod_{i<a} (1 - m / (S - i)): a ragged product, exact to rounding
             owner, i = _ragged(copies)
             left = size[owner] - i - m[owner]
-            with np.errstate(divide="ignore"):
+            with np.errstate(divide="ignore", invalid="ignore"):  # left <= 0 (a certain find) is set to -inf
                 logs = np.where(left > 0, np.log1p(-m[owner] / np.maximum(size[owner] - i, 1)), -np.inf)
             miss = np.exp(np.bincount(owner, weights=logs, minlength=len(copies)))
             found += np.bincount(pq, weights=1.0 - miss, minlength=nq)
