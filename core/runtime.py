@@ -12,7 +12,7 @@ import gc
 _tuned = False
 
 
-def tune_process(*, server: bool = False) -> None:
+def tune_process() -> None:
     """Switch pyarrow to jemalloc and let glibc's malloc keep freed blocks (idempotent).
 
     - mimalloc (pyarrow's default pool) returns freed pages eagerly, so every large
@@ -24,16 +24,12 @@ def tune_process(*, server: bool = False) -> None:
       fresh pages once, not once per chunk (measured: ~0.4-1 s less system time per fusion of
       five 7M-row runs on a 2-core VM). Arrays of 32 MiB and more are still returned at once;
       a no-op outside glibc.
-    - a server (``server=True``: the dashboard's app.py) has jemalloc return the pages it frees
-      at once (decay 0) instead of keeping them for reuse: a server goes idle between users,
-      and what jemalloc keeps for a reuse that does not come stays in its resident memory
-      (a 10-minute soak, `bench/load.py --soak 10`: +45 MB after the sessions against +51 MB).
     """
     global _tuned
     if _tuned:
         return
     _tuned = True
-    _use_jemalloc(server)
+    _use_jemalloc()
     _keep_freed_heap_memory()
 
 
@@ -47,13 +43,11 @@ def freeze_heap() -> None:
     gc.freeze()
 
 
-def _use_jemalloc(server: bool = False) -> None:
+def _use_jemalloc() -> None:
     import pyarrow as pa
 
     try:
         pa.set_memory_pool(pa.jemalloc_memory_pool())
-        if server:
-            pa.jemalloc_set_decay_ms(0)
     except (NotImplementedError, pa.ArrowNotImplementedError):  # pragma: no cover - build without jemalloc
         pa.set_memory_pool(pa.system_memory_pool())
 
