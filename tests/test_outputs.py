@@ -229,8 +229,9 @@ def test_sigkill_during_a_large_write_leaves_the_old_file_or_the_new(tmp_path: P
         digest = _digest(path)
         assert digest in (old, new), "a killed write left a partial file"
         outcomes["old" if digest == old else "new"] += 1
-        if not named:
-            assert _temps(tmp_path) == []
+        if not named:  # the unnamed file is linked under a hidden name just before its rename: a kill
+            # landing between the two leaves that one name (swept by the next write, asserted below)
+            assert len(_temps(tmp_path)) <= 1
         if digest == new:
             path.write_bytes(b"old" * 1000)
     subprocess.run(args, check=True, env=_env(), cwd=ROOT, capture_output=True)

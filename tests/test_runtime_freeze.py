@@ -26,7 +26,9 @@ def test_freeze_heap_freezes_the_heap_and_later_cycles_are_still_collected() -> 
         del a, b
         gc.collect()
         assert ref() is None  # collected: it was not frozen
-        assert gc.get_freeze_count() == before  # a collection does not thaw the frozen heap
+        # a collection does not thaw the frozen heap (thawed, the count would be 0); a frozen object
+        # another thread of the worker drops meanwhile leaves it, freed by reference counting
+        assert before - 1000 < gc.get_freeze_count() <= before
         ref_long = weakref.ref(long_lived)
         del long_lived
         assert ref_long() is None  # frozen but unreferenced: freed by reference counting
