@@ -48,20 +48,35 @@ def paired_t_test(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def randomisation_test(a: np.ndarray, b: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 0) -> float:
-    """Two-sided Fisher randomisation test of the mean paired difference."""
+    """Two-sided Fisher randomisation test of the mean paired difference (`randomisation_tests`
+    of the one pair)."""
     diff = np.asarray(a, float) - np.asarray(b, float)
-    if len(diff) == 0:
-        return 1.0
-    observed = abs(diff.mean())
+    return float(randomisation_tests(diff[:, None], n_permutations, seed)[0])
+
+
+def randomisation_tests(diffs: np.ndarray, n_permutations: int = PERMUTATIONS, seed: int = 0) -> np.ndarray:
+    """Two-sided Fisher randomisation test of the mean paired difference of each column of
+    ``diffs`` (queries x pairs): ``p = (1 + #{flips: |mean(s * d)| >= |mean(d)|}) / (N + 1)``
+    over ``N = n_permutations`` random sign vectors ``s`` (seeded). Every column meets the same
+    sign vectors, the ones a test of that column alone draws, so a pair's p-value does not
+    depend on which pairs are tested with it; the flips are drawn once per call and applied to
+    all columns in one matrix product per batch, instead of once per pair."""
+    diffs = np.asarray(diffs, float)
+    n, m = diffs.shape
+    if n == 0:
+        return np.ones(m)
+    observed = np.abs(diffs.mean(axis=0)) - 1e-12
     rng = np.random.default_rng(seed)
-    extreme = 0
-    batch = max(1, min(n_permutations, 2_000_000 // max(len(diff), 1)))
+    extreme = np.zeros(m, dtype=np.int64)
+    batch = max(1, min(n_permutations, 2_000_000 // n))  # the flips of one draw (the stream depends on it)
+    width = max(1, 2_000_000 // batch)  # columns per product: at most ~2M means at once
     done = 0
     while done < n_permutations:
         size = min(batch, n_permutations - done)
-        signs = rng.integers(0, 2, size=(size, len(diff)), dtype=np.int8) * 2 - 1
-        means = np.abs(signs @ diff) / len(diff)
-        extreme += int((means >= observed - 1e-12).sum())
+        signs = (rng.integers(0, 2, size=(size, n), dtype=np.int8) * 2 - 1).astype(float)
+        for c in range(0, m, width):
+            means = np.abs(signs @ diffs[:, c : c + width]) / n
+            extreme[c : c + width] += np.count_nonzero(means >= observed[c : c + width], axis=0)
         done += size
     return (extreme + 1) / (n_permutations + 1)
 
@@ -71,11 +86,32 @@ def paired_p_value(
 ) -> float:
     """The two-sided p-value of one pair under ``test`` (`TESTS`): `randomisation_test` or
     `paired_t_test`, exactly as `compare_runs` computes it."""
-    if test == "randomisation":
-        return randomisation_test(a, b, n_permutations, seed)
+    return float(paired_p_values([a], [b], test, n_permutations, seed)[0])
+
+
+def paired_p_values(
+    a: Sequence[np.ndarray],
+    b: Sequence[np.ndarray],
+    test: str = "randomisation",
+    n_permutations: int = PERMUTATIONS,
+    seed: int = 0,
+) -> np.ndarray:
+    """`paired_p_value` of each pair ``(a[i], b[i])``; the randomisation tests of pairs over the
+    same number of queries run together (`randomisation_tests`), with the same p-values."""
+    p = np.empty(len(a))
     if test == "t-test":
-        return paired_t_test(a, b)
-    raise ValueError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):
+            p[i] = paired_t_test(x, y)
+        return p
+    if test != "randomisation":
+        raise ValueError(f"unknown test {test!r}; expected one of {', '.join(TESTS)}")
+    diffs = [np.asarray(x, float) - np.asarray(y, float) for x, y in zip(a, b, strict=True)]
+    for n in dict.fromkeys(len(d) for d in diffs):
+        same = [i for i, d in enumerate(diffs) if len(d) == n]
+        p[same] = randomisation_tests(
+            np.column_stack([diffs[i] for i in same]).reshape(n, len(same)), n_permutations, seed
+        )
+    return p
 
 
 def compare_runs(
@@ -99,9 +135,9 @@ def compare_runs(
     rows = []
     for metric in metrics:
         wide = per_query.pivot(index="qid", columns="run", values=metric)
-        for a, b in pairs:
-            x, y = wide[a].to_numpy(float), wide[b].to_numpy(float)
-            p = paired_p_value(x, y, test, n_permutations, seed)
+        columns = [(wide[a].to_numpy(float), wide[b].to_numpy(float)) for a, b in pairs]
+        p_values = paired_p_values([x for x, _ in columns], [y for _, y in columns], test, n_permutations, seed)
+        for (a, b), (x, y), p in zip(pairs, columns, p_values, strict=True):
             rows.append(
                 {
                     "run_a": a,
@@ -214,10 +250,16 @@ def tie_robustness(
     m = len(pairs)
     d_ab, p_ab, d_ba, p_ba = np.empty(m), np.empty(m), np.empty(m), np.empty(m)
     for i, (a_pess, a_opt, b_pess, b_opt) in enumerate(pairs):
-        p_ab[i] = paired_p_value(a_opt, b_pess, test, n_permutations, seed)  # a's best case
-        d_ab[i] = float(np.mean(b_pess) - np.mean(a_opt)) if len(b_pess) else 0.0
-        p_ba[i] = paired_p_value(a_pess, b_opt, test, n_permutations, seed)  # b's best case
-        d_ba[i] = float(np.mean(b_opt) - np.mean(a_pess)) if len(b_opt) else 0.0
+        d_ab[i] = float(np.mean(b_pess) - np.mean(a_opt)) if len(b_pess) else 0.0  # a's best case
+        d_ba[i] = float(np.mean(b_opt) - np.mean(a_pess)) if len(b_opt) else 0.0  # b's best case
+    both = paired_p_values(
+        [p[1] for p in pairs] + [p[0] for p in pairs],
+        [p[2] for p in pairs] + [p[3] for p in pairs],
+        test,
+        n_permutations,
+        seed,
+    )
+    p_ab[:], p_ba[:] = both[:m], both[m:]
     q_ab, q_ba = adjust(p_ab, correction), adjust(p_ba, correction)
     delta = np.asarray(delta, dtype=float)
     significant = np.asarray(significant, dtype=bool)
@@ -653,7 +695,7 @@ def compare_to_baseline(
     for metric in names:
         a = np.asarray(base[metric], float)
         values = [np.asarray(evaluation.values[r][metric], float) for r in others]
-        p = np.array([paired_p_value(a, b, test, n_permutations, seed) for b in values])
+        p = paired_p_values([a] * len(values), values, test, n_permutations, seed)
         q = adjust(p, correction)
         delta = np.array([float(np.mean(b - a)) if len(a) else 0.0 for b in values])
         significant = (q <= spec.alpha) & (delta != 0)

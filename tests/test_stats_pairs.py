@@ -16,8 +16,41 @@ from core.stats import (
     bonferroni,
     compare_runs,
     holm,
+    paired_p_values,
+    randomisation_test,
     run_letter,
 )
+
+
+def _one_pair_at_a_time(a: np.ndarray, b: np.ndarray, n_permutations: int, seed: int = 0) -> float:
+    """The randomisation test as its definition reads, one pair per call: the flips drawn in
+    batches of ``2e6 // n`` from ``default_rng(seed)``, ``(1 + #{|mean(s d)| >= |mean(d)|}) / (N + 1)``."""
+    d = np.asarray(a, float) - np.asarray(b, float)
+    if len(d) == 0:
+        return 1.0
+    rng, extreme, done = np.random.default_rng(seed), 0, 0
+    batch = max(1, min(n_permutations, 2_000_000 // len(d)))
+    while done < n_permutations:
+        size = min(batch, n_permutations - done)
+        signs = rng.integers(0, 2, size=(size, len(d)), dtype=np.int8) * 2 - 1
+        extreme += int((np.abs(signs @ d) / len(d) >= abs(d.mean()) - 1e-12).sum())
+        done += size
+    return (extreme + 1) / (n_permutations + 1)
+
+
+@pytest.mark.parametrize("n", [0, 1, 2, 7, 60, 700])
+def test_pairs_tested_together_get_the_p_value_each_gets_alone(n: int) -> None:
+    """`paired_p_values` tests many pairs in one product per batch of flips: each pair's p-value
+    is the one-pair definition's, whatever pairs come with it (grades with ties, equal runs)."""
+    rng = np.random.default_rng(n)
+    a = [rng.integers(0, 3, n) / 2 for _ in range(5)] + [np.zeros(n)]
+    b = [x + rng.integers(-1, 2, n) / 2 for x in a[:3]] + [rng.random(n), a[4].copy(), np.zeros(n)]
+    alone = [_one_pair_at_a_time(x, y, 3000) for x, y in zip(a, b, strict=True)]
+    assert paired_p_values(a, b, "randomisation", 3000).tolist() == alone
+    assert paired_p_values(a[::-1], b[::-1], "randomisation", 3000).tolist() == alone[::-1]
+    assert [randomisation_test(x, y, 3000) for x, y in zip(a, b, strict=True)] == alone
+    mixed = paired_p_values([*a, np.ones(3)], [*b, np.zeros(3)], "randomisation", 3000)  # another length
+    assert mixed[:-1].tolist() == alone and mixed[-1] == _one_pair_at_a_time(np.ones(3), np.zeros(3), 3000)
 
 
 def test_holm_by_hand():
