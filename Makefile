@@ -22,12 +22,15 @@ $(VENV)/.runtime: requirements.txt
 
 $(VENV)/.dev: requirements-dev.txt requirements-irds.txt $(VENV)/.runtime
 	$(PIP) -r requirements-dev.txt
-	$(SITE_BYTECODE)
 	touch $@
 
 # Optional Ray engine (python -m core evaluate/fuse --engine ray): installed for the tests, so CI runs the Ray path.
 $(VENV)/.ray: requirements-ray.txt $(VENV)/.runtime
 	$(PIP) -r requirements-ray.txt
+	touch $@
+
+# What .dev and .ray installed, byte-compiled in one pass (each pass walks the whole of site-packages).
+$(VENV)/.bytecode: $(VENV)/.dev $(VENV)/.ray
 	$(SITE_BYTECODE)
 	touch $@
 
@@ -47,16 +50,16 @@ run: $(VENV)/.runtime
 # which mostly waits on the server and the browser (~90 s of CPU in ~4 min), so it costs the other run little.
 # The browser run's output is held back until it ends (it would break into the other's progress lines).
 # `make test` fails if either run does; Ctrl-C stops both.
-test: $(VENV)/.dev $(VENV)/.ray
+test: $(VENV)/.bytecode
 	$(BYTECODE)
 	$(MAKE) --no-print-directory -j2 test-unit test-browser
 
 .PHONY: test-unit test-browser
-test-unit: $(VENV)/.dev $(VENV)/.ray
+test-unit: $(VENV)/.bytecode
 	$(PY) -m pytest -n 2 -m "not e2e" -q --durations=10 tests
 
 E2E := $(PY) -m pytest -m e2e -q --durations=10 -o cache_dir=.pytest_cache/e2e tests/e2e
-test-browser: $(VENV)/.dev $(VENV)/.ray
+test-browser: $(VENV)/.bytecode
 	@echo '$(E2E)  (output when it ends)'
 	@log=$$(mktemp); trap 'rm -f "$$log"' EXIT; status=0; $(E2E) >"$$log" 2>&1 || status=$$?; \
 	printf '\n--- %s\n' 'browser tests (tests/e2e):'; cat "$$log"; exit $$status
