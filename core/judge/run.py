@@ -27,7 +27,7 @@ from core.judge.judges import Call, Judge, JudgeFailedError
 from core.judge.pairs import Pair
 from core.judge.prompts import PROMPT_VERSION, SYSTEM, USER_TEMPLATE
 from core.judge.verdicts import PositionBias, combine, position_bias
-from core.rerank.accounting import CHARS_PER_TOKEN, Estimate, Prices, percentile
+from core.rerank.accounting import CHARS_PER_TOKEN, Estimate, Prices, call_tally
 from core.rerank.trace import CallRecord
 from core.rerank.transport import BREAKER_THRESHOLD, CallScope, CircuitBreaker
 
@@ -163,28 +163,13 @@ class JudgeRun:
         return out
 
     def usage(self, estimated_calls: int, prices: Prices | None = None) -> JudgeUsage:
-        """The accounting of the run's records (rerank's rules: `core.rerank.accounting`)."""
-        replies = [r for r in self.records if not r.failed]
-        billed = [r for r in replies if not r.cache_hit]
-        prompt = sum(r.prompt_tokens for r in billed)
-        completion = sum(r.completion_tokens for r in billed)
-        latencies = [r.latency_ms for r in billed]
+        """The accounting of the run's records (`core.rerank.accounting.call_tally`)."""
         return JudgeUsage(
             pairs=len(self.results),
             judged=sum(r.done for r in self.results),
             failed=sum(not r.done for r in self.results),
             estimated_calls=estimated_calls,
-            calls=len(replies),
-            reasks=sum(1 for r in replies if r.attempt > 0),
-            invalid=sum(1 for r in replies if not r.valid),
-            cache_hits=sum(1 for r in replies if r.cache_hit),
-            transport_retries=sum(r.retries for r in replies),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            reasoning_tokens=sum(r.reasoning_tokens for r in billed),
-            cost=(prices or Prices()).cost(prompt, completion),
-            call_p50_ms=percentile(latencies, 50),
-            call_p95_ms=percentile(latencies, 95),
+            **call_tally(self.records, prices),
             wall_s=self.wall_s,
         )
 

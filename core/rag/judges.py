@@ -63,7 +63,7 @@ from core.rag.prompts import (
     template_chars,
     verdicts_messages,
 )
-from core.rerank.accounting import CHARS_PER_TOKEN, Estimate, Prices, percentile
+from core.rerank.accounting import CHARS_PER_TOKEN, Estimate, Prices, call_tally
 from core.rerank.errors import InvalidOutputError, ProviderError
 from core.rerank.trace import CallRecord
 from core.rerank.transport import BREAKER_THRESHOLD, CallScope, CircuitBreaker
@@ -261,28 +261,13 @@ class RagJudgeRun:
         return sum(1 for r in self.results if r.value(metric) is not None)
 
     def usage(self, estimated_calls: int, prices: Prices | None = None) -> RagJudgeUsage:
-        """The accounting of the run's records (rerank's rules: `core.rerank.accounting`)."""
-        replies = [r for r in self.records if not r.failed]
-        billed = [r for r in replies if not r.cache_hit]
-        prompt = sum(r.prompt_tokens for r in billed)
-        completion = sum(r.completion_tokens for r in billed)
-        latencies = [r.latency_ms for r in billed]
+        """The accounting of the run's records (`core.rerank.accounting.call_tally`)."""
         return RagJudgeUsage(
             questions=len(self.results),
             judged=sum(r.failed is None for r in self.results),
             failed=sum(r.failed is not None for r in self.results),
             estimated_calls=estimated_calls,
-            calls=len(replies),
-            reasks=sum(1 for r in replies if r.attempt > 0),
-            invalid=sum(1 for r in replies if not r.valid),
-            cache_hits=sum(1 for r in replies if r.cache_hit),
-            transport_retries=sum(r.retries for r in replies),
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            reasoning_tokens=sum(r.reasoning_tokens for r in billed),
-            cost=(prices or Prices()).cost(prompt, completion),
-            call_p50_ms=percentile(latencies, 50),
-            call_p95_ms=percentile(latencies, 95),
+            **call_tally(self.records, prices),
             wall_s=self.wall_s,
         )
 

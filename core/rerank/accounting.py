@@ -55,6 +55,32 @@ def percentile(values: Sequence[float], q: float) -> float:
     return float(ordered[max(0, min(idx, len(ordered) - 1))])
 
 
+def call_tally(records: Sequence[CallRecord], prices: Prices | None = None) -> dict[str, Any]:
+    """The call accounting of a judge run from its request records, the fields its usage reports:
+    ``calls`` (replies: a request without one is no call), ``reasks`` (replies to a re-ask),
+    ``invalid`` (replies that did not parse), ``cache_hits``, ``transport_retries``; billed
+    ``prompt_tokens``, ``completion_tokens``, ``reasoning_tokens`` and ``cost`` (cache hits
+    excluded); ``call_p50_ms`` and ``call_p95_ms`` (`percentile`, cache hits excluded)."""
+    replies = [r for r in records if not r.failed]
+    billed = [r for r in replies if not r.cache_hit]
+    prompt = sum(r.prompt_tokens for r in billed)
+    completion = sum(r.completion_tokens for r in billed)
+    latencies = [r.latency_ms for r in billed]
+    return {
+        "calls": len(replies),
+        "reasks": sum(1 for r in replies if r.attempt > 0),
+        "invalid": sum(1 for r in replies if not r.valid),
+        "cache_hits": sum(1 for r in replies if r.cache_hit),
+        "transport_retries": sum(r.retries for r in replies),
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "reasoning_tokens": sum(r.reasoning_tokens for r in billed),
+        "cost": (prices or Prices()).cost(prompt, completion),
+        "call_p50_ms": percentile(latencies, 50),
+        "call_p95_ms": percentile(latencies, 95),
+    }
+
+
 @dataclass(frozen=True)
 class Estimate:
     """Before a run, one strategy over a candidate set: exact provider operations (total, per
