@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -227,11 +226,18 @@ def test_a_dead_server_mid_run_loses_no_question(tmp_path) -> None:
     served = {"n": 0}
     holder: dict[str, FakeOpenAIServer] = {}
 
+    killed = threading.Event()
+
+    def kill() -> None:
+        holder["srv"].kill()
+        killed.set()
+
     def dying(body: dict[str, Any]) -> str:
         served["n"] += 1
-        if served["n"] > 6:
-            threading.Thread(target=holder["srv"].kill, daemon=True).start()
-            time.sleep(0.3)
+        if served["n"] > 6:  # the 7th request: the server dies before it answers (a loaded machine
+            # once let an 8th request in while a fixed sleep waited for the kill)
+            threading.Thread(target=kill, daemon=True).start()
+            killed.wait(30)
         return rag_reply(body)
 
     qs = questions(4)

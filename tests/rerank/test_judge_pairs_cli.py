@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -213,11 +212,18 @@ def test_a_dead_server_mid_run_loses_no_pair_and_a_rerun_completes(env, capsys) 
     served = {"n": 0}
     holder: dict[str, FakeOpenAIServer] = {}
 
+    killed = threading.Event()
+
+    def kill() -> None:
+        holder["srv"].kill()
+        killed.set()
+
     def dying(body: dict[str, Any]) -> str:
         served["n"] += 1
-        if served["n"] > 7:  # the 8th request: the server dies under it
-            threading.Thread(target=holder["srv"].kill, daemon=True).start()
-            time.sleep(0.3)
+        if served["n"] > 7:  # the 8th request: the server dies under it, before it answers (a fixed
+            # sleep waiting for the kill could let a 9th request in on a loaded machine)
+            threading.Thread(target=kill, daemon=True).start()
+            killed.wait(30)
         return judge_reply(body)
 
     with FakeOpenAIServer(responder=dying) as srv:
