@@ -9,7 +9,7 @@ import streamlit as st
 from core.runtime import tune_process
 from pages.common import cache, links, ui
 
-tune_process()  # process-wide allocator tuning (idempotent: every rerun of this script calls it)
+tune_process(server=True)  # allocator tuning for a server (idempotent: pages.common.serve calls it first)
 #: the favicon is a local file: a Material icon here makes the browser fetch it from a web font host
 ICON = str(Path(__file__).with_name("pages") / "common" / "icon.png")  # package data: installed with pages
 # "auto": the sidebar opens on a desktop and starts closed on a phone, where it would cover the page

@@ -40,7 +40,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from core.runtime import freeze_heap
+from core.runtime import freeze_heap, tune_process
 
 APP = Path(__file__).resolve().parents[2] / "app.py"
 #: the checkout's Streamlit configuration (read by Streamlit itself: beside the main script)
@@ -192,6 +192,7 @@ def main(argv: list[str] | None = None) -> None:
         except (RankLensError, OSError) as exc:
             raise SystemExit(fail(exc)) from None
     os.environ.update(env)
+    tune_process(server=True)  # before Streamlit starts its threads (glibc's arenas are per thread)
     _prepare_quietly()
     PagesManager.uses_pages_directory = False  # app.py calls st.navigation on every run
     sys.argv = streamlit_argv(args)
