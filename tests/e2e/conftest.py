@@ -61,6 +61,10 @@ CHROMIUM_ARGS = [
 VIEWPORT = {"width": 1400, "height": 900}
 SERVER_START_TIMEOUT_S = 60.0
 APP_TIMEOUT_MS = 30_000
+#: how long an upload's run may take to start (it starts within a second or two, seconds more on a
+#: loaded machine): past it the upload helper stops watching for it (a run it missed, seen in CI,
+#: cost the whole APP_TIMEOUT_MS) and waits for the app to be idle
+UPLOAD_RUN_START_MS = 10_000
 EXPECT_TIMEOUT_MS = 20_000  # expect() retries this long (the default 5 s is short on a busy 2-core box)
 
 
@@ -400,12 +404,13 @@ def _upload_files(page, *paths: str | Path, timeout_ms: int = APP_TIMEOUT_MS) ->
     page.evaluate(_WATCH_RUN_JS)
     uploader.get_by_test_id("stFileUploaderDropzoneInput").set_input_files([str(p) for p in paths])
     # the watcher saw a run, or one is under way now (polled); a short run it missed (a re-mounted
-    # stApp) times out here: the callers' expect() on the page's messages decides
+    # stApp) times out here, after `UPLOAD_RUN_START_MS` instead of the app's whole timeout: the
+    # callers' expect() on the page's messages decides
     with contextlib.suppress(PlaywrightTimeoutError):
         page.wait_for_function(
             "() => window.__rankLensRan === true"
             " || document.querySelector('[data-testid=stApp]')?.getAttribute('data-test-script-state') === 'running'",
-            timeout=timeout_ms,
+            timeout=min(timeout_ms, UPLOAD_RUN_START_MS),
         )
     _wait_for_app(page, timeout_ms)
 
