@@ -25,6 +25,7 @@ import os
 import sys
 from typing import TYPE_CHECKING, Any
 
+from core.cli.judge import add_provider_arguments
 from core.errors import DataError
 
 if TYPE_CHECKING:
@@ -49,33 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--pairs", metavar="all|sample:N", help="every pair of models per question, or N drawn of them")
     inp.add_argument("--seed", type=int, default=0, help="seed of --pairs sample:N (default 0)")
     pv = parser.add_argument_group("judge")
-    pv.add_argument("--judge-model", help="the judge model (required with --provider openai)")
     pv.add_argument(
         "--provider",
         choices=("openai", "offline"),
         default="openai",
         help="openai: OpenAI or a compatible --base-url; offline: word overlap with the question (not a real judge)",
     )
-    pv.add_argument("--base-url", action="append", help="OpenAI-compatible base URL; repeat to spread the calls")
-    pv.add_argument(
-        "--api-key-env", metavar="NAME", help="read the API key from this environment variable (default OPENAI_API_KEY)"
-    )
-    pv.add_argument("--endpoint-concurrency", type=int, help="most requests in flight per endpoint")
-    pv.add_argument("--temperature", type=float, default=0.0)
-    pv.add_argument("--max-tokens", type=int, help="completion token cap per call (also the estimate's)")
-    pv.add_argument("--timeout", type=float, default=60.0, help="seconds per request")
-    pv.add_argument("--reasks", type=int, default=1, help="re-asks after a reply without a verdict (default 1)")
-    pv.add_argument("--max-retries", type=int, default=4, help="transport retries (429/5xx/timeouts/bad bodies)")
-    pv.add_argument("--concurrency", type=int, default=8)
-    pv.add_argument(
-        "--breaker", type=int, default=5, help="stop after N consecutive connection failures (default 5, 0 = never)"
-    )
-    pv.add_argument("--input-price", type=float, default=0.0, help="USD per 1M prompt tokens")
-    pv.add_argument("--output-price", type=float, default=0.0, help="USD per 1M completion tokens")
-    pv.add_argument("--max-calls", type=int, help="refuse the run when the estimate needs more calls")
-    pv.add_argument("--max-cost", type=float, help="refuse the run when the estimated cost (USD) is higher")
-    pv.add_argument("--cache-dir", help="reply cache folder (default: the rerank cache's)")
-    pv.add_argument("--no-cache", action="store_true")
+    add_provider_arguments(pv)  # the options `judge` and `rag --judge` take
     out = parser.add_argument_group("output")
     out.add_argument(
         "-o", "--output", help="votes file: CSV, or JSONL when it ends in .jsonl (required unless --dry-run)"
