@@ -561,6 +561,58 @@ def json_lines(
         yield number, obj
 
 
+def records(
+    raw: bytes,
+    display: str,
+    kind: str,
+    *,
+    required: tuple[str, ...],
+    expected: str,
+    what: str,
+    max_depth: int | None = None,
+) -> Iterator[tuple[str, int, dict[str, Any], bool]]:
+    """The records of a file of one record per JSONL line, CSV/TSV row or Parquet row (answers
+    to judge, RAG questions): ``(unit, number, record, cells)`` with ``unit`` ``line`` (JSONL,
+    CSV, TSV) or ``row`` (Parquet), keys lower-cased, ``cells`` whether text values are cells
+    that may hold JSON (CSV's, TSV's and Parquet's). A CSV header without every ``required``
+    column, a row of the wrong width, JSON nested deeper than ``max_depth`` or another ``kind``
+    raises `DataError` (``what``: the records' name in that message)."""
+    if kind == "jsonl":
+        if max_depth is not None and json_nesting_exceeds(raw, max_depth):
+            raise DataError(f"JSON nested deeper than {max_depth} levels", file=display, expected=expected)
+        for number, obj in json_lines(raw.decode("utf-8"), display, expected):
+            yield "line", number, {str(k).lower(): v for k, v in obj.items()}, False
+    elif kind in ("csv", "tsv"):
+        import csv
+
+        reader = csv.reader(io.StringIO(raw.decode("utf-8"), newline=""), delimiter="\t" if kind == "tsv" else ",")
+        try:
+            header = [h.strip().lower() for h in next(reader, [])]
+            missing = [c for c in required if c not in header]
+            if missing:
+                raise DataError(f"the header lacks {', '.join(missing)}", file=display, line=1, expected=expected)
+            start = reader.line_num + 1
+            for row in reader:
+                if any(cell.strip() for cell in row):
+                    if len(row) != len(header):
+                        raise DataError(
+                            f"{len(row)} values for {len(header)} columns", file=display, line=start, expected=expected
+                        )
+                    yield "line", start, dict(zip(header, row, strict=True)), True
+                start = reader.line_num + 1
+        except csv.Error as exc:  # a field past csv's limit, a NUL...
+            raise DataError(
+                f"cannot read the row ({exc})", file=display, line=reader.line_num, expected=expected
+            ) from None
+    elif kind == "parquet":
+        table = read_parquet(raw, display)
+        names = [n.lower() for n in table.column_names]
+        for number, row in enumerate(table.to_pylist(), start=1):
+            yield "row", number, dict(zip(names, row.values(), strict=True)), True
+    else:
+        raise DataError(f"{what} cannot be read from {kind} files", file=display, expected="JSONL, CSV, TSV or Parquet")
+
+
 #: a JSON escape of a UTF-16 surrogate: a pair decodes to one character, a lone one stays
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 LONE_SURROGATE = "a lone UTF-16 surrogate (an escape like \\ud800 not part of a pair)"

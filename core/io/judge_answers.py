@@ -15,9 +15,6 @@ page never takes one for the other (``tests/test_judge_answers_io.py`` holds it)
 
 from __future__ import annotations
 
-import csv
-import io
-from collections.abc import Iterator
 from typing import Any
 
 from core.errors import DataError
@@ -25,11 +22,10 @@ from core.io._common import (
     Source,
     check_text,
     json_id,
-    json_lines,
     json_text,
     load_bytes,
     quoted,
-    read_parquet,
+    records,
     sniff_format,
     strip_bom,
 )
@@ -37,42 +33,6 @@ from core.judge.pairs import Answer
 
 REQUIRED = ("qid", "question", "model", "answer")
 EXPECTED = "fields qid, question, model, answer[, category]"
-
-
-def _records(raw: bytes, display: str, kind: str) -> Iterator[tuple[str, int, dict[str, Any]]]:
-    """(``line`` or ``row``, its number, the record with lower-cased keys)."""
-    if kind == "jsonl":
-        for number, obj in json_lines(raw.decode("utf-8"), display, EXPECTED):
-            yield "line", number, {str(k).lower(): v for k, v in obj.items()}
-    elif kind in ("csv", "tsv"):
-        reader = csv.reader(io.StringIO(raw.decode("utf-8"), newline=""), delimiter="\t" if kind == "tsv" else ",")
-        try:
-            header = [h.strip().lower() for h in next(reader, [])]
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                raise DataError(f"the header lacks {', '.join(missing)}", file=display, line=1, expected=EXPECTED)
-            start = reader.line_num + 1
-            for row in reader:
-                if any(cell.strip() for cell in row):
-                    if len(row) != len(header):
-                        raise DataError(
-                            f"{len(row)} values for {len(header)} columns", file=display, line=start, expected=EXPECTED
-                        )
-                    yield "line", start, dict(zip(header, row, strict=True))
-                start = reader.line_num + 1
-        except csv.Error as exc:  # a field past csv's limit, a NUL...
-            raise DataError(
-                f"cannot read the row ({exc})", file=display, line=reader.line_num, expected=EXPECTED
-            ) from None
-    elif kind == "parquet":
-        table = read_parquet(raw, display)
-        names = [n.lower() for n in table.column_names]
-        for number, row in enumerate(table.to_pylist(), start=1):
-            yield "row", number, dict(zip(names, row.values(), strict=True))
-    else:
-        raise DataError(
-            f"answers to judge cannot be read from {kind} files", file=display, expected="JSONL, CSV, TSV or Parquet"
-        )
 
 
 def _answer(
@@ -126,7 +86,9 @@ def read_judge_answers(data: Source, *, filename: str | None = None, fmt: str | 
     out: list[Answer] = []
     seen: dict[tuple[str, str], int] = {}
     questions: dict[str, tuple[str, int]] = {}
-    for unit, number, rec in _records(raw, display, kind):
+    for unit, number, rec, _ in records(
+        raw, display, kind, required=REQUIRED, expected=EXPECTED, what="answers to judge"
+    ):
         try:
             answer = _answer(rec, display, number, unit, seen, questions)
         except DataError as exc:

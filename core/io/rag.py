@@ -24,11 +24,8 @@ per question, Parquet through `read_parquet`.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import math
-from collections.abc import Iterator
 from typing import Any
 
 from core.errors import DataError
@@ -38,12 +35,11 @@ from core.io._common import (
     check_text,
     file_stem,
     json_id,
-    json_lines,
     json_nesting_exceeds,
     json_text,
     load_bytes,
     quoted,
-    read_parquet,
+    records,
     refuse_exhaustion,
     sniff_format,
     strip_bom,
@@ -60,47 +56,6 @@ RELEVANT_EXPECTED = 'relevant as a list of ids, an object {id: grade} or a list 
 MAX_DEPTH = 16
 #: the most retrieved items one question may list
 MAX_ITEMS = 100_000
-
-
-def _records(raw: bytes, display: str, kind: str) -> Iterator[tuple[str, int, dict[str, Any], bool]]:
-    """(``line`` or ``row``, its number, the record with lower-cased keys, whether its text
-    values are cells that may hold JSON: CSV's, and Parquet's string columns)."""
-    if kind == "jsonl":
-        if json_nesting_exceeds(raw, MAX_DEPTH):
-            raise DataError(f"JSON nested deeper than {MAX_DEPTH} levels", file=display, expected=EXPECTED)
-        for number, obj in json_lines(raw.decode("utf-8"), display, EXPECTED):
-            yield "line", number, {str(k).lower(): v for k, v in obj.items()}, False
-    elif kind in ("csv", "tsv"):
-        reader = csv.reader(io.StringIO(raw.decode("utf-8"), newline=""), delimiter="\t" if kind == "tsv" else ",")
-        try:
-            header = [h.strip().lower() for h in next(reader, [])]
-            missing = [c for c in REQUIRED if c not in header]
-            if missing:
-                raise DataError(f"the header lacks {', '.join(missing)}", file=display, line=1, expected=EXPECTED)
-            start = reader.line_num + 1
-            for row in reader:
-                if any(cell.strip() for cell in row):
-                    if len(row) != len(header):
-                        raise DataError(
-                            f"{len(row)} values for {len(header)} columns", file=display, line=start, expected=EXPECTED
-                        )
-                    yield "line", start, dict(zip(header, row, strict=True)), True
-                start = reader.line_num + 1
-        except csv.Error as exc:  # a field past csv's limit, a NUL...
-            raise DataError(
-                f"cannot read the row ({exc})", file=display, line=reader.line_num, expected=EXPECTED
-            ) from None
-    elif kind == "parquet":
-        table = read_parquet(raw, display)
-        names = [n.lower() for n in table.column_names]
-        for number, row in enumerate(table.to_pylist(), start=1):
-            yield "row", number, dict(zip(names, row.values(), strict=True)), True
-    else:
-        raise DataError(
-            f"a RAG evaluation file cannot be read from {kind} files",
-            file=display,
-            expected="JSONL, CSV, TSV or Parquet",
-        )
 
 
 def _json_cell(value: Any, role: str, display: str, number: int, expected: str) -> Any:
@@ -286,7 +241,9 @@ def read_rag(data: Source, *, filename: str | None = None, fmt: str | None = Non
         raw = strip_bom(raw)
     questions: list[RagQuestion] = []
     seen: dict[str, int] = {}
-    for unit, number, rec, cells in _records(raw, display, kind):
+    for unit, number, rec, cells in records(
+        raw, display, kind, required=REQUIRED, expected=EXPECTED, what="a RAG evaluation file", max_depth=MAX_DEPTH
+    ):
         try:
             q = _question(rec, cells, display, number)
             if q.qid in seen:
