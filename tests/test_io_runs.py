@@ -17,6 +17,8 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from core.data import Qrels, Run
 from core.errors import DataError
@@ -691,3 +693,16 @@ def test_tune_process_is_idempotent():
     pool = pa.default_memory_pool().backend_name
     tune_process()
     assert pa.default_memory_pool().backend_name == pool
+
+
+@given(st.lists(st.sampled_from([b" ", b"\t", b"\r", b"\n", b"\r\n", b"a", b"bc", b"  "]), max_size=40))
+def test_whitespace_normalisation_is_its_regular_expression(parts: list[bytes]) -> None:
+    """`_normalise_whitespace` (bytes passes over the whole text) equals its definition: runs of
+    spaces and tabs collapsed by the regular expression, each line stripped of spaces."""
+    import re
+
+    from core.io.runs import _normalise_whitespace
+
+    raw = b"".join(parts)
+    collapsed = re.sub(rb"[ \t]+", b" ", raw.replace(b"\r\n", b"\n"))
+    assert _normalise_whitespace(raw) == b"\n".join(line.strip(b" ") for line in collapsed.split(b"\n"))

@@ -95,7 +95,6 @@ _QRELS_ALIASES = {
     "iteration": "iter",
     "q0": "iter",
 }
-_WS = re.compile(rb"[ \t]+")
 #: bytes per parse block of the TREC reader: 1 MiB blocks parse a 7M-row run about 20% faster
 #: than 4 MiB ones (the blocks' columns stay in cache while they are converted)
 _BLOCK_SIZE = 1 << 20
@@ -230,9 +229,15 @@ def _trec_parse(
 
 
 def _normalise_whitespace(raw: bytes) -> bytes:
-    """Collapse runs of spaces/tabs to one space and strip them at line ends."""
-    text = _WS.sub(b" ", raw.replace(b"\r\n", b"\n"))
-    return b"\n".join(line.strip(b" ") for line in text.split(b"\n"))
+    """Collapse runs of spaces/tabs to one space and strip them at line ends (``\r\n`` read as
+    ``\n``): the lines of ``re.sub(rb"[ \t]+", b" ", raw)``, each stripped of spaces. Done with
+    bytes methods over the whole text (each pass at memory speed; a run of n spaces takes
+    log2(n) passes), not a regular expression or a loop over lines: a 50 MB line took 0.9 s."""
+    text = raw.replace(b"\r\n", b"\n").replace(b"\t", b" ")
+    while b"  " in text:
+        text = text.replace(b"  ", b" ")
+    text = text.replace(b"\n ", b"\n").replace(b" \n", b"\n")
+    return text[text.startswith(b" ") : len(text) - text.endswith(b" ")]
 
 
 _RUN_TYPES = {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64(), "tag": pa.string()}
