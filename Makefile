@@ -55,8 +55,11 @@ test: $(VENV)/.bytecode
 	$(MAKE) --no-print-directory -j2 test-unit test-browser
 
 .PHONY: test-unit test-browser
+# UNIT_WORKERS / UNIT_DIST: pytest-xdist's workers and their scheduling for the unit run.
+UNIT_WORKERS ?= 2
+UNIT_DIST ?= load
 test-unit: $(VENV)/.bytecode
-	$(PY) -m pytest -n 2 -m "not e2e" -q --durations=10 tests
+	$(PY) -m pytest -n $(UNIT_WORKERS) --dist $(UNIT_DIST) -m "not e2e" -q --durations=10 tests
 
 E2E := $(PY) -m pytest -m e2e -q --durations=10 -o cache_dir=.pytest_cache/e2e tests/e2e
 test-browser: $(VENV)/.bytecode
