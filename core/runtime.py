@@ -63,16 +63,9 @@ def _use_jemalloc() -> None:
 
 
 def _keep_freed_heap_memory() -> None:
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):  # pragma: no cover - not glibc
-        return
-    m_trim_threshold, m_mmap_threshold = -1, -3
-    mallopt(m_mmap_threshold, 32 * 2**20)
-    mallopt(m_trim_threshold, 1024 * 2**20)
+    """glibc's malloc for a command (see `tune_process`): blocks under 32 MiB come from the
+    heap and freed memory stays there for the next chunk (trimmed only above 1 GiB)."""
+    _set_malloc(mmap_threshold=32 * 2**20, trim_threshold=1024 * 2**20)
 
 
 def _return_freed_heap_memory() -> None:
@@ -82,14 +75,20 @@ def _return_freed_heap_memory() -> None:
     free memory above 8 MiB at the top of a heap is returned, and at most two heaps (arenas):
     each thread that allocates (a session's script runner) may otherwise get an arena of its
     own, up to 8 per core, each keeping its own free memory."""
+    _set_malloc(mmap_threshold=256 * 2**10, trim_threshold=8 * 2**20, arena_max=2)
+
+
+def _set_malloc(*, mmap_threshold: int, trim_threshold: int, arena_max: int | None = None) -> None:
+    """glibc's ``mallopt`` for ``M_MMAP_THRESHOLD``, ``M_TRIM_THRESHOLD`` and (when given)
+    ``M_ARENA_MAX``; a no-op outside glibc."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None)
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):  # pragma: no cover - not glibc
         return
     m_trim_threshold, m_mmap_threshold, m_arena_max = -1, -3, -8
-    mallopt(m_mmap_threshold, 256 * 2**10)
-    mallopt(m_trim_threshold, 8 * 2**20)
-    mallopt(m_arena_max, 2)
+    mallopt(m_mmap_threshold, mmap_threshold)
+    mallopt(m_trim_threshold, trim_threshold)
+    if arena_max is not None:
+        mallopt(m_arena_max, arena_max)
