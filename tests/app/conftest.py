@@ -64,10 +64,33 @@ def _scan_and_compile_once() -> Iterator[None]:
         yield
 
 
+#: test files that observe the caches themselves (misses, hits, evictions, what one session sees of
+#: another's): each of their tests starts with empty caches
+OBSERVE_CACHES = frozenset(
+    {
+        "test_cache_and_state.py",
+        "test_cache_derived.py",
+        "test_page_speed_caches.py",
+        "test_upload_cache.py",
+        "test_session_isolation.py",
+    }
+)
+
+
 @pytest.fixture(autouse=True)
-def _clear_streamlit_caches():
-    cache.clear()  # Streamlit's caches and the bootstrap map of pages.common.cache
+def _shared_or_fresh_caches(request: pytest.FixtureRequest) -> Iterator[None]:
+    """The caches of `pages.common.cache` (Streamlit's and its own) are kept from test to test, as
+    a server keeps them from session to session: a value is cached under its inputs, so a later test
+    gets what it would compute (the demo's tie story, metrics, figures: most of what each AppTest's
+    first Home run computed again). A test that patches anything (``monkeypatch``), and every test
+    of `OBSERVE_CACHES`, starts with empty caches and leaves them empty: nothing a patched function
+    computed outlives its test."""
+    fresh = request.path.name in OBSERVE_CACHES or "monkeypatch" in request.fixturenames
+    if fresh:
+        cache.clear()
     yield
+    if fresh:
+        cache.clear()
 
 
 @pytest.fixture
