@@ -85,7 +85,7 @@ format: $(VENV)/.dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-# The package as a user gets it (.ci/wheel_smoke.sh, ~12 s; CI runs it beside `make lint`): the wheel built with
+# The package as a user gets it (.ci/wheel_smoke.sh, ~12 s; CI runs it beside `make lint` and `make test`): the wheel built with
 # `pip wheel . --no-deps`, installed in a fresh venv outside the checkout (its dependencies: this .venv's, through a
 # .pth), then from another folder `ranklens --version`, `ranklens demo`, `ranklens evaluate` and `ranklens serve`
 # answering /_stcore/health.
