@@ -1,4 +1,4 @@
-"""AppTest fixtures: a fresh app per test, caches cleared between tests."""
+"""AppTest fixtures: a fresh app per test; the caches kept from test to test as a server keeps them (`_shared_or_fresh_caches`)."""
 
 from __future__ import annotations
 
