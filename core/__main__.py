@@ -21,7 +21,7 @@ from typing import NoReturn
 from core import __version__
 from core.cli import SUBCOMMANDS, fail
 from core.errors import RankLensError
-from core.runtime import tune_process
+from core.runtime import quiet_blas_threads, tune_process
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -132,7 +132,9 @@ def cli() -> NoReturn:
     """The program: `main` on ``sys.argv``, then `_exit_now` (``python -m core`` and the
     installed ``ranklens`` script both run this). The cyclic collector is off while the parser
     and the subcommand's modules are imported (~65 collections of objects that all live until
-    the exit), then `_run` freezes what they made and turns it back on."""
+    the exit), then `_run` freezes what they made and turns it back on. OpenBLAS's threads are
+    told not to spin long (`quiet_blas_threads`) before numpy is first imported."""
+    quiet_blas_threads()
     gc.disable()
     _exit_now(main())
 
