@@ -405,28 +405,33 @@ def _grouped_codes(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, pa.A
     """``(codes, dictionary, heads)`` of a string column without nulls whose equal values are
     in runs that never come back (a run file's qids): ``heads`` the row where each run starts,
     ``dictionary`` their values, ``codes`` each row's run; None for any other column (fewer
-    than two rows, nulls, a value coming back). Neighbours are compared chunk by chunk on every
-    core (`parallel_map`), chunks' first rows against the previous chunks' last."""
+    than two rows, nulls, a value coming back). Neighbours are compared, and each run's value
+    taken, chunk by chunk on every core (`parallel_map`); then chunks' first rows against the
+    previous chunks' last."""
     n = len(values)
     if n < 2 or values.null_count:
         return None
     chunks, starts = column_chunks(values)
 
-    def changes(i: int) -> np.ndarray:
+    def runs_of(i: int) -> tuple[np.ndarray, pa.Array]:
+        """The rows where chunk ``i``'s runs start (its first row included) and their values."""
         chunk = chunks[i]
-        if len(chunk) < 2:
-            return np.zeros(0, dtype=np.int64)
-        differ = arrow("not_equal", chunk.slice(1), chunk.slice(0, len(chunk) - 1))
-        return as_numpy(arrow("indices_nonzero", differ)).astype(np.int64) + (starts[i] + 1)
+        local = np.zeros(1, dtype=np.int64)
+        if len(chunk) > 1:
+            differ = arrow("not_equal", chunk.slice(1), chunk.slice(0, len(chunk) - 1))
+            local = np.concatenate([local, as_numpy(arrow("indices_nonzero", differ)).astype(np.int64) + 1])
+        return local + starts[i], take(chunk, as_arrow(local))
 
-    found = parallel_map(changes, range(len(chunks)), n)
-    heads_in = [np.zeros(1, dtype=np.int64)]
-    for i, inside in enumerate(found):
-        if i and chunks[i][0].as_py() != chunks[i - 1][-1].as_py():
-            heads_in.append(starts[i : i + 1])
-        heads_in.append(inside)
-    heads = np.concatenate(heads_in)
-    dictionary = take_rows(values, heads)
+    found = parallel_map(runs_of, range(len(chunks)), n)
+    heads = np.concatenate([rows for rows, _ in found])
+    dictionary = pa.concat_arrays([firsts for _, firsts in found])
+    if len(found) > 1:  # a chunk's first row continues the previous chunk's last run when equal to it
+        first = np.cumsum([len(rows) for rows, _ in found])[:-1]  # each later chunk's first run
+        same = as_numpy(arrow("equal", take(dictionary, as_arrow(first)), take(dictionary, as_arrow(first - 1))))
+        if same.any():
+            kept = np.ones(len(heads), dtype=bool)
+            kept[first[same]] = False
+            heads, dictionary = heads[kept], arrow("filter", dictionary, as_arrow(kept))
     if len(arrow("unique", dictionary)) != len(heads):
         return None
     codes = np.repeat(np.arange(len(heads), dtype=np.int32), np.diff(np.append(heads, n)))
@@ -494,24 +499,22 @@ def _canonical_chunks(docid: pa.Array | pa.ChunkedArray) -> tuple[list[np.ndarra
 
 def _canonical_integers(docid: pa.Array) -> np.ndarray | None:
     """The docids of a string array as int64 when each is a canonical decimal number (see
-    `docid_keys`), else None. Arrow's cast parses the numbers and refuses anything but an
-    optional ``-`` and digits, or ``0x`` and hexadecimal digits (so never an empty text); then
-    a negative value, one of 19 digits or more, a text starting with ``0`` (a leading zero,
-    hexadecimal) or a zero value (``-0``, ``00``) other than the text ``0`` is not canonical."""
+    `docid_keys`), else None. Arrow's cast to uint64 parses the numbers and refuses anything but
+    digits, or ``0x`` and hexadecimal digits (no sign, no space, never an empty text); of what
+    it accepts, a value of 19 digits or more or a text starting with ``0`` other than the text
+    ``0`` itself (a leading zero, ``00``, hexadecimal) is not canonical."""
     try:
-        values = as_numpy(cast(docid, pa.int64()))
+        values = as_numpy(cast(docid, pa.uint64()))
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    if values.min() < 0 or values.max() >= 10**18:
+    if values.max() >= 10**18:
         return None
     starting_0 = aggregate("sum", starts_with(docid, "0")).as_py() or 0
-    valued_0 = int(np.count_nonzero(values == 0))
-    if starting_0 or valued_0:  # both must be exactly the texts "0": the zeros of length 1
+    if starting_0:  # each must be the text "0": a zero of length 1
         offsets = np.frombuffer(docid.buffers()[1], dtype=np.int32)[docid.offset : docid.offset + len(docid) + 1]
-        texts_0 = int(np.count_nonzero((values == 0) & (np.diff(offsets) == 1)))
-        if not starting_0 == valued_0 == texts_0:
+        if starting_0 != int(np.count_nonzero((values == 0) & (np.diff(offsets) == 1))):
             return None
-    return values
+    return values.view(np.int64)
 
 
 def hash_strings(arr: pa.Array) -> np.ndarray:
@@ -581,7 +584,7 @@ def _sort_packed(packed: np.ndarray, qid_codes: np.ndarray) -> None:
     faster than the whole vector (7M rows: 0.1 s instead of 0.45 s): blocks of equal length
     are one reshape, unequal ones are padded with the largest key (they sort last and are
     dropped) when that costs at most half as many slots again. (Grouped rows sort the same
-    without the query code: `_packed_index` adds it after `_sort_blocks`.)"""
+    without the query code: `_sort_index` adds it after `_sort_blocks`.)"""
     n = len(packed)
     if n < 2 or not _non_decreasing(qid_codes) or not _sort_blocks(packed, _blocks(qid_codes)[1]):
         packed.sort()
@@ -605,33 +608,45 @@ def _sort_blocks(packed: np.ndarray, counts: np.ndarray) -> bool:
     return True
 
 
+def _pack(packed: np.ndarray, first: int, values: np.ndarray, row_bits: int) -> None:
+    """``packed[first : first + len(values)] = values << row_bits | row``: each row's docid key
+    above its row number (keys too wide lose their high bits: the caller checks the fit)."""
+    out = packed[first : first + len(values)]
+    np.left_shift(values.view(np.uint64), np.uint64(row_bits), out=out)
+    out |= np.arange(first, first + len(values), dtype=np.uint64)
+
+
 def _packed_index(
     qid_codes: np.ndarray, keys: Sequence[tuple[int, np.ndarray]], doc_bits: int, row_bits: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """``(sorted keys, order)`` of `KeyIndex` from the docid keys ``keys``, given in parts
-    ``(first row, keys of the rows from there)`` that cover every row in order (a parsed file's
-    chunks): one in-place sort of (query, docid, row) packed in 64 bits (no argsort, no gather).
-    The parts are packed on every core (`parallel_map`); when the rows are grouped by query,
-    the rows of whole queries are then split into ranges sorted and unpacked on every core, each
-    query's block sorted on its own (`_sort_blocks`) on ``(docid, row)`` alone: the query code,
-    the same throughout a block, is added after the sort."""
+    ``(first row, keys of the rows from there)`` that cover every row in order: the parts packed
+    on every core (`_pack`), then `_sort_index`."""
+    packed = pool_empty(len(qid_codes), np.uint64)
+    parallel_map(lambda part: _pack(packed, part[0], part[1], row_bits), keys, len(packed))
+    return _sort_index(packed, qid_codes, doc_bits, row_bits)
+
+
+def _sort_index(
+    packed: np.ndarray, qid_codes: np.ndarray, doc_bits: int, row_bits: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``(sorted keys, order)`` of `KeyIndex` from ``packed`` (`_pack`: docid key above row
+    number; sorted in place): one in-place sort of (query, docid, row) packed in 64 bits (no
+    argsort, no gather). When the rows are grouped by query, the rows of whole queries are split
+    into ranges sorted and unpacked on every core, each query's block sorted on its own
+    (`_sort_blocks`) on ``(docid, row)`` alone: the query code, the same throughout a block, is
+    added after the sort; otherwise the query code is added to every row and the whole sorted."""
     n = len(qid_codes)
-    packed = pool_empty(n, np.uint64)
     order = pool_empty(n, np.int32 if row_bits < 32 else np.int64)  # rows fit in int32: half the memory
     mask = np.uint64((1 << row_bits) - 1)
-    grouped = _non_decreasing(qid_codes)
+    high_shift = np.uint64(doc_bits + row_bits)
+    if not _non_decreasing(qid_codes):  # one sort of every row: the query code packed first
 
-    def pack(part: tuple[int, np.ndarray]) -> None:
-        a, values = part
-        b = a + len(values)
-        out = packed[a:b]
-        np.left_shift(values.view(np.uint64), np.uint64(row_bits), out=out)
-        out |= np.arange(a, b, dtype=np.uint64)
-        if not grouped:  # one sort of every row: the query code packed first
-            out |= qid_codes[a:b].astype(np.uint64) << np.uint64(doc_bits + row_bits)
+        def add_codes(ab: tuple[int, int]) -> None:
+            packed[ab[0] : ab[1]] |= qid_codes[ab[0] : ab[1]].astype(np.uint64) << high_shift
 
-    parallel_map(pack, keys, n)
-    if not grouped:
+        step = -(-n // (4 * (os.cpu_count() or 1)))
+        parallel_map(add_codes, [(a, min(n, a + step)) for a in range(0, n, step)], n)
         packed.sort()
         np.bitwise_and(packed, mask, out=order, casting="unsafe")
         packed >>= np.uint64(row_bits)
@@ -646,7 +661,7 @@ def _packed_index(
         block_codes, counts = _blocks(codes)
         apart = _sort_blocks(part, counts)
         if not apart:  # blocks too unequal for one grid: one sort of the range, the query code first
-            part |= codes.astype(np.uint64) << np.uint64(doc_bits + row_bits)
+            part |= codes.astype(np.uint64) << high_shift
             part.sort()
         np.bitwise_and(part, mask, out=order[a:b], casting="unsafe")  # row numbers: below 2**row_bits
         part >>= np.uint64(row_bits)
@@ -693,14 +708,34 @@ class KeyIndex:
         return cls(mixed[order], order, exact)
 
     @classmethod
-    def from_chunks(cls, qid_codes: np.ndarray, values: list[np.ndarray], starts: np.ndarray) -> KeyIndex:
-        """The index of canonical integer docids given chunk by chunk (`_canonical_chunks`),
-        packed from the chunks themselves: no array of every row's key is built."""
-        highest = max((int(v.max()) for v in values if len(v)), default=0)
-        found = cls._packed(qid_codes, list(zip(starts[:-1].tolist(), values, strict=False)), highest)
-        if found is not None:
-            return found
-        return cls._mixed(qid_codes, np.concatenate(values).view(np.uint64), True)
+    def from_canonical_docids(cls, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray) -> KeyIndex | None:
+        """The index of a docid column whose every docid is a canonical decimal number, else
+        None. Chunk by chunk on every core, each chunk is converted (`_canonical_integers`) and
+        packed (`_pack`) while its values are in cache: no array of every row's docid is built.
+        Ids too wide to pack with the query code and row number: `_mixed` on `docid_keys`."""
+        chunks, starts = column_chunks(docid)
+        n = len(qid_codes)
+        row_bits = max(n.bit_length(), 1)
+        packed = pool_empty(n, np.uint64)
+        highest = np.zeros(len(chunks), dtype=np.int64)
+        inexact: list[int] = []
+
+        def convert(i: int) -> None:
+            values = None if inexact else _canonical_integers(chunks[i])
+            if values is None:
+                inexact.append(i)
+                return
+            highest[i] = values.max()
+            _pack(packed, int(starts[i]), values, row_bits)
+
+        parallel_map(convert, range(len(chunks)), n)
+        if inexact or not n:
+            return None
+        doc_bits = max(int(highest.max()).bit_length(), 1)
+        if max(int(qid_codes.max()).bit_length(), 1) + doc_bits + row_bits > 64:
+            return cls._mixed(qid_codes, docid_keys(docid)[0], True)
+        sorted_keys, order = _sort_index(packed, qid_codes, doc_bits, row_bits)
+        return cls(sorted_keys, order, True, doc_bits)
 
     @classmethod
     def _packed(cls, qid_codes: np.ndarray, parts: list[tuple[int, np.ndarray]], highest: int) -> KeyIndex | None:
@@ -1045,14 +1080,15 @@ class Run(_QueryCoded):
     @property
     def key_index(self) -> KeyIndex:
         """Rows sorted by (query, docid) key (built by validation, reused by the qrels join);
-        canonical integer docids are packed from the parser's chunks, without `doc_keys`."""
+        canonical integer docids are converted and packed from the parser's chunks
+        (`KeyIndex.from_canonical_docids`), without `doc_keys`."""
 
         def build() -> KeyIndex:
             docid = self.table["docid"]
             if not self.derived.has(DOC_KEYS) and len(self):
-                found = _canonical_chunks(docid)
+                found = KeyIndex.from_canonical_docids(self.qid_codes, docid)
                 if found is not None:
-                    return KeyIndex.from_chunks(self.qid_codes, *found)
+                    return found
             return KeyIndex.build(self.qid_codes, docid, self.doc_keys)
 
         return self.derived.get(KEY_INDEX, build)

@@ -161,6 +161,23 @@ def test_several_tags_become_several_runs(load):
     assert [(r.name, len(r)) for r in load(read_runs, csv, "t.csv")] == [("A", 2), ("B", 1)]
 
 
+def test_tags_of_a_file_in_several_parse_blocks(tmp_path):
+    """The fast path reads tags as dictionaries, one per 1 MiB parse block: a tag throughout
+    is found from the dictionaries, a tag that changes in a later block still splits the runs."""
+    lines = [f"q{i // 1000} Q0 {i} {i % 1000 + 1} {1000 - i % 1000} bm25\n" for i in range(80_000)]
+    one = tmp_path / "one.trec"
+    one.write_text("".join(lines))
+    assert one.stat().st_size > 1.9 * 2**20  # two blocks and a part
+    (run,) = read_runs(str(one))
+    assert (run.name, len(run), run.qids[-1]) == ("bm25", 80_000, "q79")
+    lines[60_000:] = [line.replace("bm25", "dense") for line in lines[60_000:]]
+    two = tmp_path / "two.trec"
+    two.write_text("".join(lines))
+    bm25, dense = read_runs(str(two))
+    assert [(bm25.name, len(bm25)), (dense.name, len(dense))] == [("bm25", 60_000), ("dense", 20_000)]
+    assert dense.qids[0] == "q60" and rows_of(dense)[0] == ("q60", "60000", 1000.0, 1)
+
+
 def test_run_names(load):
     assert load(read_run, TREC, "x.trec", name="mine").name == "mine"
     assert load(read_run, b"qid,docid,score\nq1,d1,1\n", "my_system.csv").name == "my_system"

@@ -5,6 +5,7 @@ array-based `Evaluation` (its means and JSON text equal pandas' and the json mod
 from __future__ import annotations
 
 import gc
+import itertools
 import json
 import weakref
 
@@ -162,6 +163,25 @@ def test_encode_queries_equals_dictionary_encode(values, grouped):
     arr = pa.array(values, pa.string())
     codes, uniques = encode_queries(arr)
     enc = arr.dictionary_encode()
+    assert codes.dtype == np.int32 and codes.tolist() == enc.indices.to_pylist()
+    assert list(uniques) == enc.dictionary.to_pylist()
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.lists(st.sampled_from(["q1", "q2", "q10", "", "é"]), min_size=1, max_size=40),
+    st.booleans(),
+    st.lists(st.integers(0, 40), max_size=6),
+)
+def test_encode_queries_of_a_column_in_chunks_equals_dictionary_encode(values, grouped, cuts):
+    """A parsed file's column comes in chunks: runs cross chunk boundaries, end on them, or a
+    value comes back in a later chunk; empty chunks are skipped."""
+    if grouped:
+        values = sorted(values, key=values.index)
+    bounds = [0, *sorted(min(c, len(values)) for c in cuts), len(values)]
+    col = pa.chunked_array([pa.array(values[a:b], pa.string()) for a, b in itertools.pairwise(bounds)], pa.string())
+    codes, uniques = encode_queries(col)
+    enc = pa.array(values, pa.string()).dictionary_encode()
     assert codes.dtype == np.int32 and codes.tolist() == enc.indices.to_pylist()
     assert list(uniques) == enc.dictionary.to_pylist()
 

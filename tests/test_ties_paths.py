@@ -3,6 +3,8 @@ sorted structure, for every policy and metric."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -86,3 +88,38 @@ def test_numeric_docids_packed_index_finds_duplicates_and_judgements():
     assert rows.tolist() == [1, 3] and grades.tolist() == [1, 2]  # "012" and "x" are other documents
     with pytest.raises(DataError, match="rows 1 and 3"):
         Run.from_frame(pd.DataFrame({"qid": ["1", "2", "1"], "docid": ["5", "5", "5"], "score": [1.0, 1.0, 0.0]}), "d")
+
+
+@pytest.mark.parametrize(
+    ("grouped", "largest"),
+    [(True, 8_841_822), (False, 8_841_822), (True, 10**17)],  # shuffled rows; ids too wide to pack
+)
+def test_docids_converted_and_packed_chunk_by_chunk_give_the_index_of_their_keys(grouped, largest):
+    """`KeyIndex.from_canonical_docids` (each chunk converted and packed on every core) equals
+    `KeyIndex.build` from every row's key, on a column in chunks of 1.2M rows (past
+    `PARALLEL_ROWS`: the threaded path); a docid that is not a canonical number gives None."""
+    import pyarrow as pa
+
+    from core.data import PARALLEL_ROWS, KeyIndex
+
+    rng = np.random.default_rng(5)
+    n = 1_250_000  # past PARALLEL_ROWS
+    codes = np.repeat(np.arange(n // 1000, dtype=np.int32), 1000)
+    ids = rng.integers(0, largest, size=n)
+    if not grouped:
+        codes = rng.permutation(codes)
+    text = ids.astype(str)
+    cuts = [0, 1, 70_000, 400_001, n - 3, n]
+    docid = pa.chunked_array([pa.array(text[a:b]) for a, b in itertools.pairwise(cuts)])
+    fused = KeyIndex.from_canonical_docids(codes, docid)
+    whole = KeyIndex.build(codes, docid)
+    assert fused is not None
+    assert n > PARALLEL_ROWS and (fused.doc_bits is None) == (largest > 10**12) and fused.exact
+    np.testing.assert_array_equal(fused.sorted_keys, whole.sorted_keys)
+    np.testing.assert_array_equal(fused.order, whole.order)
+    assert fused.doc_bits == whole.doc_bits
+    text[400_005] = "0" + text[400_005]  # a leading zero: another document than the number
+    assert (
+        KeyIndex.from_canonical_docids(codes, pa.chunked_array([pa.array(text[:500_000]), pa.array(text[500_000:])]))
+        is None
+    )

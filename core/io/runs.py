@@ -242,7 +242,13 @@ def _normalise_whitespace(raw: bytes) -> bytes:
 
 _RUN_TYPES = {"qid": pa.string(), "docid": pa.string(), "rank": pa.int64(), "score": pa.float64(), "tag": pa.string()}
 _RUN_INCLUDE = ["qid", "docid", "rank", "score", "tag"]
-_FAST_TYPES = {**_RUN_TYPES, "q0": pa.dictionary(pa.int32(), pa.string())}
+#: the fast path's types: Q0 and the tag as dictionaries (each parse block's own: for a run file's
+#: one tag, one value per block, so `_single_tag` finds it without comparing 7M texts)
+_FAST_TYPES = {
+    **_RUN_TYPES,
+    "q0": pa.dictionary(pa.int32(), pa.string()),
+    "tag": pa.dictionary(pa.int32(), pa.string()),
+}
 #: a relevance grade given as text that pyarrow casts to int64
 _INTEGER = re.compile(r"-?[0-9]{1,19}")
 
@@ -619,6 +625,20 @@ def _distinct(col: pa.ChunkedArray) -> list[str | None]:
     return arrow("unique", col).to_pylist()
 
 
+def _single_tag(col: pa.ChunkedArray) -> str | None:
+    """The tag of a dictionary column of texts without nulls whose every chunk's dictionary is
+    the same single text (the TREC fast path's tags in a file of one run: each parse block has
+    its own dictionary), found from the dictionaries alone; None for any other column."""
+    value_type = col.type.value_type if pa.types.is_dictionary(col.type) else None
+    chunks = [c for c in col.chunks if len(c)]
+    if value_type != pa.string() or not chunks or col.null_count:
+        return None
+    first = chunks[0].dictionary
+    if len(first) != 1 or not all(c.dictionary.equals(first) for c in chunks):
+        return None
+    return str(first[0].as_py())
+
+
 def _split_by_tag(
     table: pa.Table, display: str, lines: LineMap | None, name: str | None, duplicates: str = "error"
 ) -> list[Run]:
@@ -627,6 +647,9 @@ def _split_by_tag(
     ``keep-best`` ``duplicates`` are dropped after validation (errors keep their lines)."""
     stem = file_stem(display) or "run"
     has_tag = "tag" in table.column_names
+    single = _single_tag(table["tag"]) if has_tag else None
+    if single is not None:  # one tag (the fast path's dictionary): the column is not needed
+        table, has_tag = table.drop_columns(["tag"]), False
     if has_tag and not (pa.types.is_string(table["tag"].type) or pa.types.is_large_string(table["tag"].type)):
         try:  # a Parquet tag of numbers (or bytes): its text, as JSONL's
             table = table.set_column(table.column_names.index("tag"), "tag", pc.cast(table["tag"], pa.string()))
@@ -638,7 +661,7 @@ def _split_by_tag(
     if has_tag and table["tag"].null_count and (pa.types.is_string(tag_type) or pa.types.is_large_string(tag_type)):
         # a row without a tag (JSONL) belongs to the run named after the file, as an empty tag does
         table = table.set_column(table.column_names.index("tag"), "tag", pc.fill_null(table["tag"], ""))
-    tags = _distinct(table["tag"]) if has_tag else [None]
+    tags = _distinct(table["tag"]) if has_tag else [single]
     if len(tags) > 1 and "" in tags and stem in tags:  # untagged rows and a tag named as the file: one run
         tag_at = table.column_names.index("tag")
         table = table.set_column(tag_at, "tag", pc.if_else(pc.equal(table["tag"], ""), stem, table["tag"]))
