@@ -618,8 +618,8 @@ def _pack(packed: np.ndarray, first: int, values: np.ndarray, row_bits: int) -> 
 
 def _packed_index(
     qid_codes: np.ndarray, keys: Sequence[tuple[int, np.ndarray]], doc_bits: int, row_bits: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(sorted keys, order)`` of `KeyIndex` from the docid keys ``keys``, given in parts
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sorted keys, order, repeats)`` of `KeyIndex` from the docid keys ``keys``, given in parts
     ``(first row, keys of the rows from there)`` that cover every row in order: the parts packed
     on every core (`_pack`), then `_sort_index`."""
     packed = pool_empty(len(qid_codes), np.uint64)
@@ -628,19 +628,21 @@ def _packed_index(
 
 
 def _sort_index(
-    packed: np.ndarray, qid_codes: np.ndarray, doc_bits: int, row_bits: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``(sorted keys, order)`` of `KeyIndex` from ``packed`` (`_pack`: docid key above row
+    packed: np.ndarray, qid_codes: np.ndarray, doc_bits: int, row_bits: int, grouped: bool | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(sorted keys, order, repeats)`` of `KeyIndex` from ``packed`` (`_pack`: docid key above row
     number; sorted in place): one in-place sort of (query, docid, row) packed in 64 bits (no
     argsort, no gather). When the rows are grouped by query, the rows of whole queries are split
     into ranges sorted and unpacked on every core, each query's block sorted on its own
     (`_sort_blocks`) on ``(docid, row)`` alone: the query code, the same throughout a block, is
-    added after the sort; otherwise the query code is added to every row and the whole sorted."""
+    added after the sort, and each range finds its repeated keys (`KeyIndex.repeated`: ranges hold
+    whole queries, so no key repeats across two); otherwise the query code is added to every row
+    and the whole sorted. ``grouped``: whether the rows are grouped by query, when known."""
     n = len(qid_codes)
     order = pool_empty(n, np.int32 if row_bits < 32 else np.int64)  # rows fit in int32: half the memory
     mask = np.uint64((1 << row_bits) - 1)
     high_shift = np.uint64(doc_bits + row_bits)
-    if not _non_decreasing(qid_codes):  # one sort of every row: the query code packed first
+    if not (_non_decreasing(qid_codes) if grouped is None else grouped):  # one sort of every row: code first
 
         def add_codes(ab: tuple[int, int]) -> None:
             packed[ab[0] : ab[1]] |= qid_codes[ab[0] : ab[1]].astype(np.uint64) << high_shift
@@ -650,13 +652,13 @@ def _sort_index(
         packed.sort()
         np.bitwise_and(packed, mask, out=order, casting="unsafe")
         packed >>= np.uint64(row_bits)
-        return packed, order
+        return packed, order, _repeats(packed)
     cuts = [0, n]
     if n >= PARALLEL_ROWS:
         at = np.linspace(0, n, 4 * (os.cpu_count() or 1) + 1)[1:-1].astype(np.int64)
         cuts = sorted({0, n, *np.searchsorted(qid_codes, qid_codes[at], side="left").tolist()})
 
-    def finish(a: int, b: int) -> None:
+    def finish(a: int, b: int) -> np.ndarray:
         part, codes = packed[a:b], qid_codes[a:b]
         block_codes, counts = _blocks(codes)
         apart = _sort_blocks(part, counts)
@@ -672,9 +674,15 @@ def _sort_index(
                 np.bitwise_or(grid, high[:, None], out=grid)
             else:
                 part |= np.repeat(high, counts)
+        return _repeats(part) + a
 
-    parallel_map(lambda ab: finish(*ab), list(itertools.pairwise(cuts)), n)
-    return packed, order
+    repeats = parallel_map(lambda ab: finish(*ab), list(itertools.pairwise(cuts)), n)
+    return packed, order, np.concatenate(repeats)
+
+
+def _repeats(sorted_keys: np.ndarray) -> np.ndarray:
+    """Positions ``i`` of sorted keys equal to the key at ``i + 1``."""
+    return np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
 
 
 @dataclass(frozen=True)
@@ -686,6 +694,12 @@ class KeyIndex:
     order: np.ndarray
     exact: bool  # docid keys are the docids themselves (canonical integers)
     doc_bits: int | None = None  # packed keys ``query << doc_bits | docid`` (exact ids that fit)
+    repeats: np.ndarray | None = None  # `repeated`, when the sort found it
+
+    def repeated(self) -> np.ndarray:
+        """Positions ``i`` of `sorted_keys` whose key equals the next one: a docid repeated
+        within a query (or, for hashed keys, a collision to confirm on the strings)."""
+        return self.repeats if self.repeats is not None else _repeats(self.sorted_keys)
 
     @classmethod
     def build(
@@ -708,11 +722,14 @@ class KeyIndex:
         return cls(mixed[order], order, exact)
 
     @classmethod
-    def from_canonical_docids(cls, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray) -> KeyIndex | None:
+    def from_canonical_docids(
+        cls, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray, *, grouped: bool | None = None
+    ) -> KeyIndex | None:
         """The index of a docid column whose every docid is a canonical decimal number, else
         None. Chunk by chunk on every core, each chunk is converted (`_canonical_integers`) and
         packed (`_pack`) while its values are in cache: no array of every row's docid is built.
-        Ids too wide to pack with the query code and row number: `_mixed` on `docid_keys`."""
+        Ids too wide to pack with the query code and row number: `_mixed` on `docid_keys`.
+        ``grouped``: whether the rows are grouped by query, when known (`_sort_index`)."""
         chunks, starts = column_chunks(docid)
         n = len(qid_codes)
         row_bits = max(n.bit_length(), 1)
@@ -734,8 +751,8 @@ class KeyIndex:
         doc_bits = max(int(highest.max()).bit_length(), 1)
         if max(int(qid_codes.max()).bit_length(), 1) + doc_bits + row_bits > 64:
             return cls._mixed(qid_codes, docid_keys(docid)[0], True)
-        sorted_keys, order = _sort_index(packed, qid_codes, doc_bits, row_bits)
-        return cls(sorted_keys, order, True, doc_bits)
+        sorted_keys, order, repeats = _sort_index(packed, qid_codes, doc_bits, row_bits, grouped)
+        return cls(sorted_keys, order, True, doc_bits, repeats)
 
     @classmethod
     def _packed(cls, qid_codes: np.ndarray, parts: list[tuple[int, np.ndarray]], highest: int) -> KeyIndex | None:
@@ -747,8 +764,8 @@ class KeyIndex:
         row_bits = max(n.bit_length(), 1)
         if q_bits + doc_bits + row_bits > 64:
             return None
-        packed, order = _packed_index(qid_codes, parts, doc_bits, row_bits)
-        return cls(packed, order, True, doc_bits)
+        packed, order, repeats = _packed_index(qid_codes, parts, doc_bits, row_bits)
+        return cls(packed, order, True, doc_bits, repeats)
 
     def _keys(self, doc_keys: np.ndarray, qid_codes: np.ndarray) -> np.ndarray:
         if self.doc_bits is None:
@@ -761,7 +778,7 @@ class KeyIndex:
         """Rows ``(first, second)`` of a docid repeated within one query, or None: the first
         duplicated pair of the file, i.e. the repeated docid whose second row comes first, with
         its first row (the sort is not stable: each repeated key's rows are ordered here)."""
-        hits = np.flatnonzero(self.sorted_keys[1:] == self.sorted_keys[:-1])
+        hits = self.repeated()
         if not len(hits):
             return None
         rows = np.concatenate([self.order[hits], self.order[hits + 1]])
@@ -1005,7 +1022,7 @@ class Run(_QueryCoded):
         (equal keys); they are then grouped by the docid strings themselves, so a hash
         collision never drops a row."""
         index = self.key_index
-        same = np.flatnonzero(index.sorted_keys[1:] == index.sorted_keys[:-1])
+        same = index.repeated()
         if not len(same):
             return self
         candidate = np.zeros(len(self), dtype=bool)
@@ -1086,7 +1103,9 @@ class Run(_QueryCoded):
         def build() -> KeyIndex:
             docid = self.table["docid"]
             if not self.derived.has(DOC_KEYS) and len(self):
-                found = KeyIndex.from_canonical_docids(self.qid_codes, docid)
+                codes = self.qid_codes  # (the query coding finds whether the rows are grouped)
+                grouped = True if self.derived.has(GROUPED) else None
+                found = KeyIndex.from_canonical_docids(codes, docid, grouped=grouped)
                 if found is not None:
                     return found
             return KeyIndex.build(self.qid_codes, docid, self.doc_keys)

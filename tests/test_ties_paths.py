@@ -118,6 +118,9 @@ def test_docids_converted_and_packed_chunk_by_chunk_give_the_index_of_their_keys
     np.testing.assert_array_equal(fused.sorted_keys, whole.sorted_keys)
     np.testing.assert_array_equal(fused.order, whole.order)
     assert fused.doc_bits == whole.doc_bits
+    repeated = np.flatnonzero(whole.sorted_keys[1:] == whole.sorted_keys[:-1])  # ~70 queries repeat an id
+    assert (len(repeated) > 0) == (largest < 10**12)  # ids drawn from 10**17 values do not repeat
+    assert fused.repeated().tolist() == whole.repeated().tolist() == repeated.tolist()
     text[400_005] = "0" + text[400_005]  # a leading zero: another document than the number
     assert (
         KeyIndex.from_canonical_docids(codes, pa.chunked_array([pa.array(text[:500_000]), pa.array(text[500_000:])]))
