@@ -647,7 +647,7 @@ def _sort_index(
         def add_codes(ab: tuple[int, int]) -> None:
             packed[ab[0] : ab[1]] |= qid_codes[ab[0] : ab[1]].astype(np.uint64) << high_shift
 
-        step = -(-n // (4 * (os.cpu_count() or 1)))
+        step = max(1, -(-n // (4 * (os.cpu_count() or 1))))
         parallel_map(add_codes, [(a, min(n, a + step)) for a in range(0, n, step)], n)
         packed.sort()
         np.bitwise_and(packed, mask, out=order, casting="unsafe")

@@ -2,7 +2,8 @@
 
 `tune_process` is called once by the command line (``python -m core``), the dashboard
 (``app.py``) and the benchmarks; `quiet_blas_threads` by the command line before anything
-imports numpy; `freeze_heap` by the dashboard once its long-lived heap is built. Library code never calls them: importing a RankLens module changes nothing outside it.
+imports numpy; `freeze_heap` by the dashboard once its long-lived heap is built. Library code
+never calls them: importing a RankLens module changes nothing outside it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""core.runtime.tune_process: a command keeps the memory it frees for reuse, the dashboard's server
-gives it back (each in a fresh process: the first call decides)."""
+"""core.runtime: a command keeps the memory it frees for reuse, the dashboard's server gives it back
+(`tune_process`, each in a fresh process: the first call decides); the command line tells
+OpenBLAS's threads not to spin long before numpy loads it (`quiet_blas_threads`)."""
 
 from __future__ import annotations
 
@@ -62,6 +63,8 @@ def test_blas_threads_are_told_not_to_spin_unless_the_user_said_otherwise(monkey
 def test_the_command_line_sets_the_blas_spin_before_numpy_is_loaded() -> None:
     """`cli` sets it first thing, so nothing its module imports may load numpy (OpenBLAS reads
     the variable once, when numpy loads it); the subcommand then sees it set."""
+    from core.runtime import BLAS_SPIN_EXPONENT
+
     probe = (
         "import os, sys\n"
         "import core.__main__ as m\n"
@@ -77,4 +80,4 @@ def test_the_command_line_sets_the_blas_spin_before_numpy_is_loaded() -> None:
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("ranklens ")
-    assert done.stdout.split()[-1] == "20"  # BLAS_SPIN_EXPONENT, set before the subcommand ran
+    assert done.stdout.split()[-1] == str(BLAS_SPIN_EXPONENT)  # set before the subcommand ran
