@@ -478,23 +478,25 @@ def docid_keys(docid: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, bool]:
     return keys, True
 
 
-def _canonical_chunks(docid: pa.Array | pa.ChunkedArray) -> tuple[list[np.ndarray], np.ndarray] | None:
-    """The docids as int64 chunk by chunk (`_canonical_integers`, chunks on every core) and the
-    row where each chunk starts (`column_chunks`); None unless every docid is a canonical
-    decimal number."""
+def _canonical_chunks(
+    docid: pa.Array | pa.ChunkedArray, use: Callable[[int, np.ndarray], Any] | None = None
+) -> tuple[list[Any], np.ndarray] | None:
+    """Each chunk's docids as int64 (`_canonical_integers`, chunks on every core), or what
+    ``use(first row, values)`` makes of them there while they are in cache, and the row where
+    each chunk starts (`column_chunks`); None unless every docid is a canonical decimal number
+    (the chunks after the first that is not are not converted)."""
     chunks, starts = column_chunks(docid)
     inexact: list[int] = []
 
-    def convert(i: int) -> np.ndarray | None:
+    def convert(i: int) -> Any:
         values = None if inexact else _canonical_integers(chunks[i])
         if values is None:
             inexact.append(i)
-        return values
+            return None
+        return values if use is None else use(int(starts[i]), values)
 
-    values = parallel_map(convert, range(len(chunks)), int(starts[-1]))
-    if inexact:
-        return None
-    return [v for v in values if v is not None], starts
+    done = parallel_map(convert, range(len(chunks)), int(starts[-1]))
+    return None if inexact else (done, starts)
 
 
 def _canonical_integers(docid: pa.Array) -> np.ndarray | None:
@@ -726,29 +728,22 @@ class KeyIndex:
         cls, qid_codes: np.ndarray, docid: pa.Array | pa.ChunkedArray, *, grouped: bool | None = None
     ) -> KeyIndex | None:
         """The index of a docid column whose every docid is a canonical decimal number, else
-        None. Chunk by chunk on every core, each chunk is converted (`_canonical_integers`) and
+        None. Chunk by chunk on every core, each chunk is converted (`_canonical_chunks`) and
         packed (`_pack`) while its values are in cache: no array of every row's docid is built.
         Ids too wide to pack with the query code and row number: `_mixed` on `docid_keys`.
         ``grouped``: whether the rows are grouped by query, when known (`_sort_index`)."""
-        chunks, starts = column_chunks(docid)
         n = len(qid_codes)
         row_bits = max(n.bit_length(), 1)
         packed = pool_empty(n, np.uint64)
-        highest = np.zeros(len(chunks), dtype=np.int64)
-        inexact: list[int] = []
 
-        def convert(i: int) -> None:
-            values = None if inexact else _canonical_integers(chunks[i])
-            if values is None:
-                inexact.append(i)
-                return
-            highest[i] = values.max()
-            _pack(packed, int(starts[i]), values, row_bits)
+        def pack(first: int, values: np.ndarray) -> int:
+            _pack(packed, first, values, row_bits)
+            return int(values.max())
 
-        parallel_map(convert, range(len(chunks)), n)
-        if inexact or not n:
+        found = _canonical_chunks(docid, pack) if n else None
+        if found is None:
             return None
-        doc_bits = max(int(highest.max()).bit_length(), 1)
+        doc_bits = max(max(found[0]).bit_length(), 1)
         if max(int(qid_codes.max()).bit_length(), 1) + doc_bits + row_bits > 64:
             return cls._mixed(qid_codes, docid_keys(docid)[0], True)
         sorted_keys, order, repeats = _sort_index(packed, qid_codes, doc_bits, row_bits, grouped)
