@@ -618,15 +618,14 @@ def _pack(packed: np.ndarray, first: int, values: np.ndarray, row_bits: int) -> 
     out |= np.arange(first, first + len(values), dtype=np.uint64)
 
 
-def _packed_index(
-    qid_codes: np.ndarray, keys: Sequence[tuple[int, np.ndarray]], doc_bits: int, row_bits: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(sorted keys, order, repeats)`` of `KeyIndex` from the docid keys ``keys``, given in parts
-    ``(first row, keys of the rows from there)`` that cover every row in order: the parts packed
-    on every core (`_pack`), then `_sort_index`."""
-    packed = pool_empty(len(qid_codes), np.uint64)
-    parallel_map(lambda part: _pack(packed, part[0], part[1], row_bits), keys, len(packed))
-    return _sort_index(packed, qid_codes, doc_bits, row_bits)
+def _packed_widths(qid_codes: np.ndarray, highest: int) -> tuple[int, int] | None:
+    """``(doc_bits, row_bits)`` of keys packing (query code, docid key up to ``highest``, row
+    number) in 64 bits (`_pack`, `_sort_index`), or None when they do not fit."""
+    doc_bits = max(highest.bit_length(), 1)
+    row_bits = max(len(qid_codes).bit_length(), 1)
+    if max(int(qid_codes.max()).bit_length(), 1) + doc_bits + row_bits > 64:
+        return None
+    return doc_bits, row_bits
 
 
 def _sort_index(
@@ -733,7 +732,7 @@ class KeyIndex:
         Ids too wide to pack with the query code and row number: `_mixed` on `docid_keys`.
         ``grouped``: whether the rows are grouped by query, when known (`_sort_index`)."""
         n = len(qid_codes)
-        row_bits = max(n.bit_length(), 1)
+        row_bits = max(n.bit_length(), 1)  # (as `_packed_widths` finds it)
         packed = pool_empty(n, np.uint64)
 
         def pack(first: int, values: np.ndarray) -> int:
@@ -743,24 +742,24 @@ class KeyIndex:
         found = _canonical_chunks(docid, pack) if n else None
         if found is None:
             return None
-        doc_bits = max(max(found[0]).bit_length(), 1)
-        if max(int(qid_codes.max()).bit_length(), 1) + doc_bits + row_bits > 64:
+        widths = _packed_widths(qid_codes, max(found[0]))
+        if widths is None:
             return cls._mixed(qid_codes, docid_keys(docid)[0], True)
-        sorted_keys, order, repeats = _sort_index(packed, qid_codes, doc_bits, row_bits, grouped)
-        return cls(sorted_keys, order, True, doc_bits, repeats)
+        sorted_keys, order, repeats = _sort_index(packed, qid_codes, *widths, grouped)
+        return cls(sorted_keys, order, True, widths[0], repeats)
 
     @classmethod
     def _packed(cls, qid_codes: np.ndarray, parts: list[tuple[int, np.ndarray]], highest: int) -> KeyIndex | None:
-        """The packed index (`_packed_index`) of exact keys up to ``highest``, or None when
-        (query, docid, row) do not fit in 64 bits."""
-        n = len(qid_codes)
-        doc_bits = max(highest.bit_length(), 1)
-        q_bits = max(int(qid_codes.max()).bit_length(), 1)
-        row_bits = max(n.bit_length(), 1)
-        if q_bits + doc_bits + row_bits > 64:
+        """The packed index of exact keys up to ``highest`` given in parts ``(first row, keys of
+        the rows from there)`` that cover every row in order: the parts packed on every core
+        (`_pack`), then `_sort_index`; None when (query, docid, row) do not fit in 64 bits."""
+        widths = _packed_widths(qid_codes, highest)
+        if widths is None:
             return None
-        packed, order, repeats = _packed_index(qid_codes, parts, doc_bits, row_bits)
-        return cls(packed, order, True, doc_bits, repeats)
+        packed = pool_empty(len(qid_codes), np.uint64)
+        parallel_map(lambda part: _pack(packed, part[0], part[1], widths[1]), parts, len(packed))
+        sorted_keys, order, repeats = _sort_index(packed, qid_codes, *widths)
+        return cls(sorted_keys, order, True, widths[0], repeats)
 
     def _keys(self, doc_keys: np.ndarray, qid_codes: np.ndarray) -> np.ndarray:
         if self.doc_bits is None:

@@ -4,9 +4,8 @@ Shared look: `PALETTE` for categorical traces and `base_layout` for every figure
 `template_for` (``"light"`` / ``"dark"``) is the Plotly template matching the dashboard's light
 and dark themes (`.streamlit/config.toml`), `themed` applies it to a figure (the page helper
 ``pages.common.figures.show_figure`` does so with the browser's active theme; builders set no
-template of their own). `NO_DATA` is the
-colour of heatmap cells with nothing behind them (no battles), distinct from every value of the
-colour scales and from both backgrounds. Labels taken from user data go through `html_label`:
+template of their own). `NO_DATA` is the colour of heatmap cells with nothing behind them (no
+battles), distinct from every value of the colour scales and from both backgrounds. Labels taken from user data go through `html_label`:
 Plotly renders a subset of HTML in text.
 """
 
